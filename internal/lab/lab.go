@@ -1,0 +1,323 @@
+package lab
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// The lab's own subnets. Nothing outside them is ever addressed.
+const (
+	ExternalNetwork = "spark-lab-external"
+	FabricNetwork   = "spark-lab-fabric"
+	externalSubnet  = "172.29.10.0/24"
+	externalGateway = "172.29.10.1"
+	fabricSubnet    = "192.168.229.0/24"
+	firstHostOctet  = 11
+	containerPrefix = "spark-lab-node"
+	sshUser         = "root"
+	rayCommand      = "/opt/ray/bin/ray"
+	pythonCommand   = "/opt/ray/bin/python"
+)
+
+// Options configures Up.
+type Options struct {
+	Dir   string // where lab.json, the key and known_hosts live (.lab)
+	Nodes int    // number of nodes, default 2
+	Log   func(format string, args ...any)
+}
+
+func (o *Options) defaults() {
+	if o.Nodes <= 0 {
+		o.Nodes = 2
+	}
+	if o.Log == nil {
+		o.Log = func(string, ...any) {}
+	}
+}
+
+// FilePath is where Up writes the lab file inside dir.
+func FilePath(dir string) string { return filepath.Join(dir, "lab.json") }
+
+func nthIP(subnet string, n int) string {
+	ip, _, _ := net.ParseCIDR(subnet)
+	v4 := ip.To4()
+	return net.IPv4(v4[0], v4[1], v4[2], byte(n)).String()
+}
+
+// Up brings the lab up, reusing whatever already exists, and writes lab.json.
+func Up(ctx context.Context, o Options) (*File, error) {
+	o.defaults()
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	cacheDir := filepath.Join(dir, "cache")
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	o.Log("docker engine: checking")
+	if err := EnsureDocker(ctx, o.Log); err != nil {
+		return nil, err
+	}
+	image, err := ensureNodeImage(ctx, cacheDir, o.Log)
+	if err != nil {
+		return nil, err
+	}
+	keyFile, pub, err := ensureClientKey(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureNetworks(ctx, o.Log); err != nil {
+		return nil, err
+	}
+	f := &File{
+		SSHUser:        sshUser,
+		PrivateKeyFile: keyFile,
+		KnownHostsFile: filepath.Join(dir, "known_hosts"),
+		ExternalSubnet: externalSubnet,
+		FabricSubnet:   fabricSubnet,
+		RayVersion:     RayVersion(),
+	}
+	for i := 1; i <= o.Nodes; i++ {
+		n := Node{
+			Name:          fmt.Sprintf("spark%d", i),
+			Container:     fmt.Sprintf("%s%d", containerPrefix, i),
+			ExternalIP:    nthIP(externalSubnet, firstHostOctet+i-1),
+			FabricIP:      nthIP(fabricSubnet, firstHostOctet+i-1),
+			SSHPort:       22,
+			RayCommand:    rayCommand,
+			PythonCommand: pythonCommand,
+		}
+		n.SSHHost = n.ExternalIP
+		if err := ensureNode(ctx, &n, image, pub, o.Log); err != nil {
+			return nil, err
+		}
+		f.Nodes = append(f.Nodes, n)
+	}
+	// Nodes beyond the requested count from an earlier, larger lab go away.
+	if err := removeExtraNodes(ctx, o.Nodes, o.Log); err != nil {
+		return nil, err
+	}
+	if pv, err := docker(ctx, nil, "exec", f.Nodes[0].Container, pythonCommand, "-c", "import platform; print(platform.python_version())"); err == nil {
+		f.PythonVersion = pv
+	}
+	if err := writeKnownHosts(f); err != nil {
+		return nil, err
+	}
+	if err := f.write(FilePath(dir)); err != nil {
+		return nil, err
+	}
+	o.Log("lab up: %d nodes in %s (%s)", len(f.Nodes), FilePath(dir), time.Since(start).Round(time.Second))
+	return f, nil
+}
+
+func ensureNetworks(ctx context.Context, log func(string, ...any)) error {
+	nets := []struct {
+		name string
+		args []string
+	}{
+		{ExternalNetwork, []string{"--subnet", externalSubnet, "--gateway", externalGateway}},
+		// internal: no route out; inhibit_ipv4: the host bridge gets no address,
+		// so the host cannot reach fabric addresses, as on a real Spark pair.
+		{FabricNetwork, []string{"--internal", "--subnet", fabricSubnet, "-o", "com.docker.network.bridge.inhibit_ipv4=true"}},
+	}
+	for _, n := range nets {
+		if _, err := docker(ctx, nil, "network", "inspect", n.name); err == nil {
+			continue
+		}
+		log("network %s: creating", n.name)
+		args := append([]string{"network", "create", "--driver", "bridge", "--label", labLabel + "=1"}, n.args...)
+		if _, err := docker(ctx, nil, append(args, n.name)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func ensureNode(ctx context.Context, n *Node, image, authorizedKey string, log func(string, ...any)) error {
+	state, err := docker(ctx, nil, "inspect", "--format", "{{.State.Running}} {{.Config.Image}}", n.Container)
+	switch {
+	case err == nil && state == "true "+image:
+		log("node %s (%s): running", n.Name, n.Container)
+	case err == nil && strings.HasSuffix(state, " "+image):
+		log("node %s: starting", n.Name)
+		if _, err := docker(ctx, nil, "start", n.Container); err != nil {
+			return err
+		}
+	default:
+		if err == nil {
+			log("node %s: image changed, recreating", n.Name)
+			if _, err := docker(ctx, nil, "rm", "-f", n.Container); err != nil {
+				return err
+			}
+		}
+		log("node %s: creating %s (external %s, fabric %s)", n.Name, n.Container, n.ExternalIP, n.FabricIP)
+		if _, err := docker(ctx, nil, "run", "-d", "--name", n.Container, "--hostname", n.Name,
+			"--label", labLabel+"=1", "--shm-size", "1g",
+			"--network", ExternalNetwork, "--ip", n.ExternalIP, image); err != nil {
+			return err
+		}
+		if _, err := docker(ctx, nil, "network", "connect", "--ip", n.FabricIP, FabricNetwork, n.Container); err != nil {
+			return err
+		}
+	}
+	if _, err := docker(ctx, strings.NewReader(authorizedKey), "exec", "-i", n.Container, "sh", "-c",
+		"install -d -m 0700 /root/.ssh && cat > /root/.ssh/authorized_keys && chmod 0600 /root/.ssh/authorized_keys"); err != nil {
+		return err
+	}
+	return waitHostKey(ctx, n)
+}
+
+// waitHostKey waits for the node's first-boot host key and sshd's port.
+func waitHostKey(ctx context.Context, n *Node) error {
+	var last error
+	for i := 0; i < 60; i++ {
+		key, err := docker(ctx, nil, "exec", n.Container, "cat", "/etc/ssh/ssh_host_ed25519_key.pub")
+		if err == nil {
+			if c, derr := net.DialTimeout("tcp", net.JoinHostPort(n.SSHHost, fmt.Sprint(n.SSHPort)), time.Second); derr == nil {
+				c.Close()
+				fields := strings.Fields(key)
+				n.HostKey = fields[0] + " " + fields[1]
+				return nil
+			} else {
+				err = derr
+			}
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("node %s: sshd did not come up: %w", n.Name, last)
+}
+
+func removeExtraNodes(ctx context.Context, want int, log func(string, ...any)) error {
+	out, err := docker(ctx, nil, "ps", "-a", "--filter", "label="+labLabel, "--format", "{{.Names}}")
+	if err != nil {
+		return err
+	}
+	for _, name := range strings.Fields(out) {
+		var i int
+		if _, err := fmt.Sscanf(name, containerPrefix+"%d", &i); err == nil && i > want {
+			log("node %s: removing (lab now has %d nodes)", name, want)
+			if _, err := docker(ctx, nil, "rm", "-f", name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ensureClientKey creates the lab's SSH client key once and reuses it.
+func ensureClientKey(dir string) (path, authorized string, err error) {
+	path = filepath.Join(dir, "id_ed25519")
+	if b, err := os.ReadFile(path); err == nil {
+		signer, err := ssh.ParsePrivateKey(b)
+		if err == nil {
+			return path, string(ssh.MarshalAuthorizedKey(signer.PublicKey())), nil
+		}
+	}
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "spark-lab")
+	if err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+		return "", "", err
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		return "", "", err
+	}
+	pub := ssh.MarshalAuthorizedKey(signer.PublicKey())
+	return path, string(pub), os.WriteFile(path+".pub", pub, 0o644)
+}
+
+func writeKnownHosts(f *File) error {
+	var b strings.Builder
+	for _, n := range f.Nodes {
+		fmt.Fprintf(&b, "%s %s\n", n.SSHHost, n.HostKey)
+	}
+	return os.WriteFile(f.KnownHostsFile, []byte(b.String()), 0o644)
+}
+
+// RegenerateHostKey gives a node a new host key, as a reinstalled box would
+// have, and updates the lab's known_hosts and lab.json to match.
+func RegenerateHostKey(ctx context.Context, dir, name string) (string, error) {
+	f, err := Load(FilePath(dir))
+	if err != nil {
+		return "", err
+	}
+	for i := range f.Nodes {
+		n := &f.Nodes[i]
+		if n.Name != name {
+			continue
+		}
+		// sshd re-execs on SIGHUP and loads the new key.
+		if _, err := docker(ctx, nil, "exec", n.Container, "sh", "-c",
+			"rm -f /etc/ssh/ssh_host_ed25519_key /etc/ssh/ssh_host_ed25519_key.pub && ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key && pkill -HUP -x sshd"); err != nil {
+			return "", err
+		}
+		old := n.HostKey
+		for j := 0; j < 40; j++ {
+			if err := waitHostKey(ctx, n); err != nil {
+				return "", err
+			}
+			if n.HostKey != old {
+				break
+			}
+		}
+		time.Sleep(500 * time.Millisecond) // sshd's re-exec after SIGHUP
+		if err := writeKnownHosts(f); err != nil {
+			return "", err
+		}
+		return n.HostKey, f.write(FilePath(dir))
+	}
+	return "", fmt.Errorf("no lab node named %q", name)
+}
+
+// Down removes everything the lab created (found by label), and nothing else.
+func Down(ctx context.Context, log func(string, ...any)) error {
+	if !engineAnswers(ctx) {
+		log("no Docker engine answers: nothing to remove")
+		return nil
+	}
+	out, err := docker(ctx, nil, "ps", "-a", "--filter", "label="+labLabel, "--format", "{{.Names}}")
+	if err != nil {
+		return err
+	}
+	if names := strings.Fields(out); len(names) > 0 {
+		log("removing containers: %s", strings.Join(names, " "))
+		if _, err := docker(ctx, nil, append([]string{"rm", "-f"}, names...)...); err != nil {
+			return err
+		}
+	}
+	out, err = docker(ctx, nil, "network", "ls", "--filter", "label="+labLabel, "--format", "{{.Name}}")
+	if err != nil {
+		return err
+	}
+	if names := strings.Fields(out); len(names) > 0 {
+		log("removing networks: %s", strings.Join(names, " "))
+		if _, err := docker(ctx, nil, append([]string{"network", "rm"}, names...)...); err != nil {
+			return err
+		}
+	}
+	log("lab down (images kept as a build cache; `docker image rm` them by label %s to reclaim space)", labLabel)
+	return nil
+}

@@ -1,0 +1,81 @@
+// Package lab brings up and tears down the containerized, multi-homed test lab:
+// Docker containers that each run a real sshd and real Ray, wired to an
+// "external" network (default route, reachable from the host) and an internal
+// "fabric" network (reachable only between nodes), like a pair of DGX Sparks.
+//
+// The acceptance tests, the demo and anyone exploring talk to the lab through
+// the file it writes, .lab/lab.json.
+package lab
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// File is the contract between the lab and everything above it (.lab/lab.json).
+type File struct {
+	SSHUser        string `json:"ssh_user"`
+	PrivateKeyFile string `json:"private_key_file"`
+	KnownHostsFile string `json:"known_hosts_file"`
+	ExternalSubnet string `json:"external_subnet"`
+	FabricSubnet   string `json:"fabric_subnet"`
+	RayVersion     string `json:"ray_version"`
+	PythonVersion  string `json:"python_version"`
+	Nodes          []Node `json:"nodes"`
+}
+
+// Node is one lab node as a test or an operator reaches it.
+type Node struct {
+	Name          string `json:"name"`
+	Container     string `json:"container"`
+	SSHHost       string `json:"ssh_host"`
+	SSHPort       int    `json:"ssh_port"`
+	ExternalIP    string `json:"external_ip"`
+	FabricIP      string `json:"fabric_ip"`
+	HostKey       string `json:"host_key"`
+	RayCommand    string `json:"ray_command"`
+	PythonCommand string `json:"python_command"`
+}
+
+// Load reads a lab file written by Up.
+func Load(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read lab file (bring the lab up with `make lab-up`): %w", err)
+	}
+	var f File
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("parse lab file %s: %w", path, err)
+	}
+	if len(f.Nodes) == 0 {
+		return nil, fmt.Errorf("lab file %s lists no nodes", path)
+	}
+	return &f, nil
+}
+
+func (f *File) write(path string) error {
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// Node returns the node with the given name.
+func (f *File) Node(name string) (Node, bool) {
+	for _, n := range f.Nodes {
+		if n.Name == name {
+			return n, true
+		}
+	}
+	return Node{}, false
+}

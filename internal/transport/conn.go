@@ -1,0 +1,205 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// Conn is one shared SSH connection. At most SessionsPerConn sessions run on
+// it at once, and at most the pool's MaxParallel across all connections.
+type Conn struct {
+	pool     *Pool
+	addr     string
+	client   *ssh.Client
+	hostKey  ssh.PublicKey
+	sessions chan struct{}
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	onClose   func()
+}
+
+func newConn(p *Pool, addr string, c *ssh.Client, hostKey ssh.PublicKey) *Conn {
+	conn := &Conn{pool: p, addr: addr, client: c, hostKey: hostKey,
+		sessions: make(chan struct{}, SessionsPerConn), closed: make(chan struct{})}
+	go func() {
+		_ = c.Wait() // the server went away or we closed it
+		conn.Close()
+	}()
+	return conn
+}
+
+// Addr is host:port.
+func (c *Conn) Addr() string { return c.addr }
+
+// HostKeyFingerprint is the SHA256 fingerprint of the key the host presented.
+func (c *Conn) HostKeyFingerprint() string { return ssh.FingerprintSHA256(c.hostKey) }
+
+// HostKey is the authorized_keys-style line of the key the host presented.
+func (c *Conn) HostKey() string {
+	return string(bytes.TrimSpace(ssh.MarshalAuthorizedKey(c.hostKey)))
+}
+
+// Close drops the connection; the pool dials afresh on the next Get.
+func (c *Conn) Close() {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		_ = c.client.Close()
+		if c.onClose != nil {
+			c.onClose()
+		}
+	})
+}
+
+func (c *Conn) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// keepalive asks the server for a reply every interval and drops the
+// connection when none comes within timeout, so a dead peer fails fast
+// instead of hanging the next command.
+func (c *Conn) keepalive(interval, timeout time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.closed:
+			return
+		case <-t.C:
+		}
+		reply := make(chan error, 1)
+		go func() {
+			_, _, err := c.client.SendRequest("keepalive@openssh.com", true, nil)
+			reply <- err
+		}()
+		select {
+		case err := <-reply:
+			if err != nil {
+				c.Close()
+				return
+			}
+		case <-time.After(timeout):
+			c.Close()
+			return
+		case <-c.closed:
+			return
+		}
+	}
+}
+
+// Cmd is one remote command.
+type Cmd struct {
+	Step  string   // what this does, for errors: "read node facts"
+	Argv  []string // quoted element by element; never a shell string
+	Stdin []byte   // secrets travel here, never in Argv
+}
+
+// Result is a finished command's output.
+type Result struct {
+	Stdout []byte
+	Stderr []byte
+}
+
+func (c *Conn) acquire(ctx context.Context) (func(), error) {
+	select {
+	case c.pool.parallel <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case c.sessions <- struct{}{}:
+	case <-ctx.Done():
+		<-c.pool.parallel
+		return nil, ctx.Err()
+	}
+	return func() { <-c.sessions; <-c.pool.parallel }, nil
+}
+
+// Run runs cmd and waits. A non-zero exit is an *Error carrying the exit
+// status and the tail of stderr; Result is returned either way.
+func (c *Conn) Run(ctx context.Context, cmd Cmd) (*Result, error) {
+	fail := func(err error) error { return &Error{Host: c.addr, Step: cmd.Step, ExitStatus: -1, Err: err} }
+	if len(cmd.Argv) == 0 {
+		return nil, fail(errors.New("empty command"))
+	}
+	release, err := c.acquire(ctx)
+	if err != nil {
+		return nil, fail(err)
+	}
+	defer release()
+	s, err := c.client.NewSession()
+	if err != nil {
+		return nil, fail(fmt.Errorf("open session: %w", err))
+	}
+	defer s.Close()
+	var out, errb bytes.Buffer
+	s.Stdout, s.Stderr = &out, &errb
+	if cmd.Stdin != nil {
+		s.Stdin = bytes.NewReader(cmd.Stdin)
+	}
+	if err := s.Start(Join(cmd.Argv...)); err != nil {
+		return nil, fail(fmt.Errorf("start: %w", err))
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = s.Signal(ssh.SIGKILL)
+		_ = s.Close()
+		return nil, fail(ctx.Err())
+	}
+	res := &Result{Stdout: out.Bytes(), Stderr: errb.Bytes()}
+	var exit *ssh.ExitError
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.As(err, &exit):
+		return res, &Error{Host: c.addr, Step: cmd.Step, ExitStatus: exit.ExitStatus(),
+			Stderr: tailLines(errb.String(), stderrTailLines), Err: err}
+	default:
+		return res, &Error{Host: c.addr, Step: cmd.Step, ExitStatus: -1,
+			Stderr: tailLines(errb.String(), stderrTailLines), Err: err}
+	}
+}
+
+// uploadScript writes stdin to a temporary file next to the target, sets the
+// mode, then renames it into place: readers see the old file or the new one,
+// never half of it. umask 077 keeps it private until chmod.
+const uploadScript = `umask 077
+dir=$(dirname -- "$1") && mkdir -p -- "$dir" &&
+tmp=$(mktemp -- "$1.XXXXXX") &&
+cat > "$tmp" && chmod -- "$2" "$tmp" && mv -f -- "$tmp" "$1" || { rm -f -- "$tmp"; exit 1; }`
+
+// Upload writes data to path on the node atomically with the given mode.
+func (c *Conn) Upload(ctx context.Context, step, path string, mode os.FileMode, data []byte) error {
+	if data == nil {
+		data = []byte{}
+	}
+	_, err := c.Run(ctx, Cmd{Step: step, Argv: Script(uploadScript, path, fmt.Sprintf("%04o", mode.Perm())), Stdin: data})
+	return err
+}
+
+// DialContext opens a TCP connection from the node to addr ("127.0.0.1:8000"
+// is the node's own loopback). Use it as an http.Transport's DialContext to
+// reach ports only the node can reach.
+func (c *Conn) DialContext(ctx context.Context, _, addr string) (net.Conn, error) {
+	conn, err := c.client.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, &Error{Host: c.addr, Step: "open tunnel to " + addr, ExitStatus: -1, Err: err}
+	}
+	return conn, nil
+}

@@ -1,0 +1,355 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/user"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+)
+
+// Defaults a careful operator would pick.
+const (
+	DefaultPort              = 22
+	DefaultConnectTimeout    = 30 * time.Second
+	DefaultKeepaliveInterval = 15 * time.Second
+	DefaultKeepaliveTimeout  = 30 * time.Second
+	DefaultMaxParallel       = 16
+	// SessionsPerConn matches sshd's default MaxSessions.
+	SessionsPerConn = 10
+)
+
+// Endpoint is a host the pool connects to.
+type Endpoint struct {
+	Host    string
+	Port    int    // 0: the pool's default port
+	User    string // "": the pool's default user
+	HostKey string // authorized_keys-style line; pins the key, wins over known_hosts
+}
+
+// Config is the provider-wide SSH configuration.
+type Config struct {
+	User              string // default: the local user, like ssh
+	Port              int
+	PrivateKey        []byte // PEM; never logged
+	PrivateKeyFile    string
+	UseAgent          bool
+	AgentSocket       string // default: $SSH_AUTH_SOCK
+	KnownHostsFile    string
+	Policy            HostKeyPolicy
+	ConnectTimeout    time.Duration
+	KeepaliveInterval time.Duration
+	KeepaliveTimeout  time.Duration // no reply within this: the connection is dropped
+	Bastion           *Endpoint
+	MaxParallel       int // concurrent sessions across all connections
+}
+
+// Pool holds one SSH connection per (host, port, user) for a provider
+// process, shared by every resource and data source.
+type Pool struct {
+	cfg      Config
+	keySigners []ssh.Signer
+	verify   *verifier
+	parallel chan struct{}
+
+	mu    sync.Mutex
+	conns map[string]*dialing
+
+	handshakes atomic.Int64
+}
+
+type dialing struct {
+	done chan struct{}
+	conn *Conn
+	err  error
+}
+
+// NewPool validates cfg and loads credentials. It does not connect.
+func NewPool(cfg Config) (*Pool, error) {
+	if cfg.User == "" {
+		u, err := user.Current()
+		if err != nil {
+			return nil, fmt.Errorf("no ssh user given and the local user is unknown: %w", err)
+		}
+		cfg.User = u.Username
+	}
+	if cfg.Port == 0 {
+		cfg.Port = DefaultPort
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	if cfg.KeepaliveInterval <= 0 {
+		cfg.KeepaliveInterval = DefaultKeepaliveInterval
+	}
+	if cfg.KeepaliveTimeout <= 0 {
+		cfg.KeepaliveTimeout = DefaultKeepaliveTimeout
+	}
+	if cfg.MaxParallel <= 0 {
+		cfg.MaxParallel = DefaultMaxParallel
+	}
+	if cfg.Policy == "" {
+		cfg.Policy = PolicyStrict
+	}
+	switch cfg.Policy {
+	case PolicyStrict, PolicyAcceptNew, PolicyInsecure:
+	default:
+		return nil, fmt.Errorf("host_key_policy %q: want strict, accept-new or insecure", cfg.Policy)
+	}
+	if cfg.KnownHostsFile == "" && cfg.Policy != PolicyInsecure {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return nil, fmt.Errorf("no known_hosts_file given and no home directory: %w", err)
+		}
+		cfg.KnownHostsFile = home + "/.ssh/known_hosts"
+	}
+	var keySigners []ssh.Signer
+	for _, src := range []struct {
+		what string
+		pem  func() ([]byte, error)
+	}{
+		{"private_key", func() ([]byte, error) { return cfg.PrivateKey, nil }},
+		{"private_key_file " + cfg.PrivateKeyFile, func() ([]byte, error) {
+			if cfg.PrivateKeyFile == "" {
+				return nil, nil
+			}
+			return os.ReadFile(cfg.PrivateKeyFile)
+		}},
+	} {
+		b, err := src.pem()
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", src.what, err)
+		}
+		if len(b) == 0 {
+			continue
+		}
+		s, err := ssh.ParsePrivateKey(b)
+		var missing *ssh.PassphraseMissingError
+		if errors.As(err, &missing) {
+			return nil, fmt.Errorf("%s is encrypted with a passphrase: load it into ssh-agent and set use_agent = true instead", src.what)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("parse %s: %w", src.what, err)
+		}
+		keySigners = append(keySigners, s)
+	}
+	if cfg.AgentSocket == "" {
+		cfg.AgentSocket = os.Getenv("SSH_AUTH_SOCK")
+	}
+	if cfg.UseAgent && cfg.AgentSocket == "" {
+		return nil, errors.New("use_agent is true but SSH_AUTH_SOCK is not set: start ssh-agent or give private_key / private_key_file")
+	}
+	if !cfg.UseAgent && len(keySigners) == 0 {
+		return nil, errors.New("no SSH credentials: give private_key or private_key_file, or use_agent = true with a running ssh-agent")
+	}
+	p := &Pool{
+		cfg:      cfg,
+		verify:   &verifier{policy: cfg.Policy, knownHosts: cfg.KnownHostsFile},
+		parallel: make(chan struct{}, cfg.MaxParallel),
+		conns:    map[string]*dialing{},
+	}
+	p.keySigners = keySigners
+	return p, nil
+}
+
+// signers returns the keys to offer and a release for the agent connection,
+// which must stay open until the handshake is over (the agent signs).
+// Keys given explicitly go first, keeping under the server's MaxAuthTries.
+func (p *Pool) signers() ([]ssh.Signer, func(), error) {
+	if !p.cfg.UseAgent {
+		return p.keySigners, func() {}, nil
+	}
+	c, err := net.Dial("unix", p.cfg.AgentSocket)
+	if err != nil {
+		if len(p.keySigners) > 0 {
+			return p.keySigners, func() {}, nil
+		}
+		return nil, nil, fmt.Errorf("ssh-agent at %s: %w", p.cfg.AgentSocket, err)
+	}
+	as, err := agent.NewClient(c).Signers()
+	if err != nil && len(p.keySigners) == 0 {
+		c.Close()
+		return nil, nil, fmt.Errorf("ssh-agent: %w", err)
+	}
+	return append(append([]ssh.Signer{}, p.keySigners...), as...), func() { c.Close() }, nil
+}
+
+// Handshakes counts SSH handshakes this pool completed (for measurements:
+// a plan should need one per distinct host).
+func (p *Pool) Handshakes() int64 { return p.handshakes.Load() }
+
+// Policy is the pool's host key policy.
+func (p *Pool) Policy() HostKeyPolicy { return p.cfg.Policy }
+
+func (p *Pool) normalize(e Endpoint) Endpoint {
+	if e.Port == 0 {
+		e.Port = p.cfg.Port
+	}
+	if e.User == "" {
+		e.User = p.cfg.User
+	}
+	return e
+}
+
+func (e Endpoint) addr() string { return net.JoinHostPort(e.Host, strconv.Itoa(e.Port)) }
+
+// Get returns the shared connection to e, dialing it once. Concurrent
+// callers for the same endpoint wait for the same dial.
+func (p *Pool) Get(ctx context.Context, e Endpoint) (*Conn, error) {
+	e = p.normalize(e)
+	var pinned ssh.PublicKey
+	if e.HostKey != "" {
+		k, err := ParseHostKey(e.HostKey)
+		if err != nil {
+			return nil, &Error{Host: e.addr(), Step: "parse host_key", ExitStatus: -1, Err: err}
+		}
+		pinned = k
+	}
+	key := e.User + "@" + e.addr()
+	for {
+		p.mu.Lock()
+		d, ok := p.conns[key]
+		if !ok {
+			d = &dialing{done: make(chan struct{})}
+			p.conns[key] = d
+			p.mu.Unlock()
+			d.conn, d.err = p.dial(ctx, e, pinned)
+			if d.err != nil {
+				p.forget(key, d)
+			} else {
+				d.conn.onClose = func() { p.forget(key, d) }
+				go d.conn.keepalive(p.cfg.KeepaliveInterval, p.cfg.KeepaliveTimeout)
+			}
+			close(d.done)
+			return d.conn, d.err
+		}
+		p.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil, &Error{Host: e.addr(), Step: "connect", ExitStatus: -1, Err: ctx.Err()}
+		case <-d.done:
+		}
+		if d.err != nil {
+			return nil, d.err
+		}
+		if d.conn.isClosed() {
+			continue // dropped since (keepalive lost): dial afresh
+		}
+		// A connection made for another resource: the pin still applies.
+		if pinned != nil && string(pinned.Marshal()) != string(d.conn.hostKey.Marshal()) {
+			return nil, &Error{Host: e.addr(), Step: "verify host key", ExitStatus: -1, Err: &HostKeyError{
+				Host: e.addr(), Problem: HostKeyNotPin, KeyType: d.conn.hostKey.Type(),
+				Fingerprint: ssh.FingerprintSHA256(d.conn.hostKey), Expected: []string{pinned.Type() + " " + ssh.FingerprintSHA256(pinned)}}}
+		}
+		return d.conn, nil
+	}
+}
+
+func (p *Pool) forget(key string, d *dialing) {
+	p.mu.Lock()
+	if p.conns[key] == d {
+		delete(p.conns, key)
+	}
+	p.mu.Unlock()
+}
+
+// Close closes every connection.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	var all []*dialing
+	for _, d := range p.conns {
+		all = append(all, d)
+	}
+	p.mu.Unlock()
+	for _, d := range all {
+		<-d.done
+		if d.conn != nil {
+			d.conn.Close()
+		}
+	}
+}
+
+func (p *Pool) clientConfig(e Endpoint, pinned ssh.PublicKey, seen *ssh.PublicKey, signers []ssh.Signer) (*ssh.ClientConfig, error) {
+	cb, algos, err := p.verify.check(e.addr(), pinned, seen)
+	if err != nil {
+		return nil, err
+	}
+	return &ssh.ClientConfig{
+		User:              e.User,
+		Auth:              []ssh.AuthMethod{ssh.PublicKeys(signers...)},
+		HostKeyCallback:   cb,
+		HostKeyAlgorithms: algos,
+		Timeout:           p.cfg.ConnectTimeout,
+	}, nil
+}
+
+// dial connects to e, through the bastion when one is configured. The TCP
+// dial and the SSH handshake are both bounded by ctx and ConnectTimeout, so
+// a silent server never hangs a plan.
+func (p *Pool) dial(ctx context.Context, e Endpoint, pinned ssh.PublicKey) (*Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.ConnectTimeout)
+	defer cancel()
+	fail := func(step string, err error) (*Conn, error) {
+		var hk *HostKeyError
+		if errors.As(err, &hk) {
+			err = hk // drop "ssh: handshake failed:" noise around it
+		}
+		if ctx.Err() != nil && !errors.As(err, &hk) {
+			err = fmt.Errorf("%w (connect_timeout %s)", ctx.Err(), p.cfg.ConnectTimeout)
+		}
+		return nil, &Error{Host: e.addr(), Step: step, ExitStatus: -1, Err: err}
+	}
+	var raw net.Conn
+	var err error
+	if b := p.cfg.Bastion; b != nil && p.normalize(*b).addr() != e.addr() {
+		jump, jerr := p.Get(ctx, *b)
+		if jerr != nil {
+			return fail("connect through bastion "+b.Host, jerr)
+		}
+		raw, err = jump.client.DialContext(ctx, "tcp", e.addr())
+		if err != nil {
+			return fail("open tunnel from bastion "+b.Host, err)
+		}
+	} else {
+		d := net.Dialer{KeepAlive: p.cfg.KeepaliveInterval}
+		raw, err = d.DialContext(ctx, "tcp", e.addr())
+		if err != nil {
+			return fail("connect", err)
+		}
+	}
+	// The handshake has no context of its own: closing the connection when
+	// ctx ends (deadline or cancel) unblocks it.
+	stop := context.AfterFunc(ctx, func() { raw.Close() })
+	signers, release, err := p.signers()
+	if err != nil {
+		stop()
+		raw.Close()
+		return fail("load credentials", err)
+	}
+	defer release()
+	var seen ssh.PublicKey
+	cfg, err := p.clientConfig(e, pinned, &seen, signers)
+	if err != nil {
+		stop()
+		raw.Close()
+		return fail("load host keys", err)
+	}
+	cc, chans, reqs, err := ssh.NewClientConn(raw, e.addr(), cfg)
+	if !stop() || err != nil {
+		raw.Close()
+		if err == nil {
+			err = ctx.Err()
+		}
+		return fail("handshake", err)
+	}
+	p.handshakes.Add(1)
+	return newConn(p, e.addr(), ssh.NewClient(cc, chans, reqs), seen), nil
+}

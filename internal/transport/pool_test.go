@@ -1,0 +1,485 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// fixture is a client key, a server that accepts it, and a pool config.
+type fixture struct {
+	client ssh.Signer
+	srv    *testServer
+	known  string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	client := newSigner(t)
+	return &fixture{client: client, srv: newTestServer(t, client.PublicKey()),
+		known: filepath.Join(t.TempDir(), "known_hosts")}
+}
+
+func (f *fixture) trust(t *testing.T, s *testServer) {
+	t.Helper()
+	line := knownhosts.Line([]string{knownhosts.Normalize(s.endpoint().addr())}, s.hostKey.PublicKey())
+	fh, err := os.OpenFile(f.known, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(fh, line)
+	fh.Close()
+}
+
+func (f *fixture) pool(t *testing.T, mut func(*Config)) *Pool {
+	t.Helper()
+	cfg := Config{
+		User:           "ops",
+		PrivateKey:     pemOf(t, f.client),
+		KnownHostsFile: f.known,
+		Policy:         PolicyStrict,
+		ConnectTimeout: 5 * time.Second,
+	}
+	if mut != nil {
+		mut(&cfg)
+	}
+	p, err := NewPool(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+var pems sync.Map // ssh.Signer -> []byte, generated keys in PEM
+
+func pemOf(t *testing.T, s ssh.Signer) []byte {
+	t.Helper()
+	if b, ok := pems.Load(s); ok {
+		return b.([]byte)
+	}
+	t.Fatal("signer has no PEM; use newKeyPair")
+	return nil
+}
+
+func hostKeyErr(t *testing.T, err error) *HostKeyError {
+	t.Helper()
+	var hk *HostKeyError
+	if !errors.As(err, &hk) {
+		t.Fatalf("want a host key error, got %v", err)
+	}
+	return hk
+}
+
+func run(t *testing.T, c *Conn, argv ...string) string {
+	t.Helper()
+	res, err := c.Run(context.Background(), Cmd{Step: "test", Argv: argv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(res.Stdout)
+}
+
+func TestStrictRefusesUnknownHost(t *testing.T) {
+	f := newFixture(t)
+	_, err := f.pool(t, nil).Get(context.Background(), f.srv.endpoint())
+	hk := hostKeyErr(t, err)
+	if hk.Problem != HostKeyUnknown {
+		t.Fatalf("problem = %s, want unknown", hk.Problem)
+	}
+	fp := ssh.FingerprintSHA256(f.srv.hostKey.PublicKey())
+	for _, want := range []string{f.srv.endpoint().addr(), "ssh-ed25519", fp, "accept-new", "ssh-keyscan"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not name %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestStrictAcceptsKnownHostAndRefusesChangedKey(t *testing.T) {
+	f := newFixture(t)
+	f.trust(t, f.srv)
+	c, err := f.pool(t, nil).Get(context.Background(), f.srv.endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := run(t, c, "echo", "hi"); got != "hi\n" {
+		t.Fatalf("echo = %q", got)
+	}
+	// The same address now presents another key: a reinstalled node, or worse.
+	f.srv.hostKey = newSigner(t)
+	_, err = f.pool(t, nil).Get(context.Background(), f.srv.endpoint())
+	if hk := hostKeyErr(t, err); hk.Problem != HostKeyChanged {
+		t.Fatalf("problem = %s, want changed", hk.Problem)
+	}
+	if !strings.Contains(err.Error(), "CHANGED") || !strings.Contains(err.Error(), "ssh-keygen -R") {
+		t.Fatalf("changed-key error lacks the fix: %v", err)
+	}
+}
+
+func TestAcceptNewRecordsThenRefusesChange(t *testing.T) {
+	f := newFixture(t)
+	acceptNew := func(c *Config) { c.Policy = PolicyAcceptNew }
+	if _, err := f.pool(t, acceptNew).Get(context.Background(), f.srv.endpoint()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(f.known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), strings.TrimSpace(strings.SplitN(f.srv.hostKeyLine(), " ", 2)[1])) {
+		t.Fatalf("known_hosts does not hold the new key:\n%s", b)
+	}
+	if fi, _ := os.Stat(f.known); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("known_hosts mode = %v, want 0600", fi.Mode().Perm())
+	}
+	// Strict now accepts it: the key was recorded, not merely allowed.
+	if _, err := f.pool(t, nil).Get(context.Background(), f.srv.endpoint()); err != nil {
+		t.Fatal(err)
+	}
+	f.srv.hostKey = newSigner(t)
+	_, err = f.pool(t, acceptNew).Get(context.Background(), f.srv.endpoint())
+	if hk := hostKeyErr(t, err); hk.Problem != HostKeyChanged {
+		t.Fatalf("problem = %s, want changed", hk.Problem)
+	}
+}
+
+func TestInsecureChecksNothing(t *testing.T) {
+	f := newFixture(t)
+	p := f.pool(t, func(c *Config) { c.Policy = PolicyInsecure; c.KnownHostsFile = "" })
+	c, err := p.Get(context.Background(), f.srv.endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HostKeyFingerprint() != ssh.FingerprintSHA256(f.srv.hostKey.PublicKey()) {
+		t.Fatal("fingerprint of the presented key not recorded")
+	}
+}
+
+func TestPinnedKeyWinsOverKnownHosts(t *testing.T) {
+	f := newFixture(t)
+	// known_hosts is empty (strict would refuse), the pin is right: accepted.
+	e := f.srv.endpoint()
+	e.HostKey = f.srv.hostKeyLine()
+	if _, err := f.pool(t, nil).Get(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	// A wrong pin is refused even though known_hosts trusts the host.
+	f.trust(t, f.srv)
+	e.HostKey = string(ssh.MarshalAuthorizedKey(newSigner(t).PublicKey()))
+	_, err := f.pool(t, nil).Get(context.Background(), e)
+	if hk := hostKeyErr(t, err); hk.Problem != HostKeyNotPin {
+		t.Fatalf("problem = %s, want pin mismatch", hk.Problem)
+	}
+	if !strings.Contains(err.Error(), "pinned host_key") {
+		t.Fatalf("error does not say the pin is wrong: %v", err)
+	}
+}
+
+func TestPinAppliesToSharedConnection(t *testing.T) {
+	f := newFixture(t)
+	f.trust(t, f.srv)
+	p := f.pool(t, nil)
+	if _, err := p.Get(context.Background(), f.srv.endpoint()); err != nil {
+		t.Fatal(err)
+	}
+	e := f.srv.endpoint()
+	e.HostKey = string(ssh.MarshalAuthorizedKey(newSigner(t).PublicKey()))
+	if _, err := p.Get(context.Background(), e); err == nil {
+		t.Fatal("a wrong pin was accepted because a connection already existed")
+	}
+}
+
+func TestMalformedPinNamesTheAttribute(t *testing.T) {
+	f := newFixture(t)
+	e := f.srv.endpoint()
+	e.HostKey = "not a key"
+	_, err := f.pool(t, nil).Get(context.Background(), e)
+	if err == nil || !strings.Contains(err.Error(), "host_key") {
+		t.Fatalf("want an error naming host_key, got %v", err)
+	}
+}
+
+func TestAgentAuth(t *testing.T) {
+	f := newFixture(t)
+	f.trust(t, f.srv)
+	sock := filepath.Join(t.TempDir(), "agent.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	keyring := agent.NewKeyring()
+	if err := keyring.Add(agent.AddedKey{PrivateKey: rawKeys[f.client]}); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _ = agent.ServeAgent(keyring, c); c.Close() }()
+		}
+	}()
+	p := f.pool(t, func(c *Config) { c.PrivateKey = nil; c.UseAgent = true; c.AgentSocket = sock })
+	c, err := p.Get(context.Background(), f.srv.endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := run(t, c, "echo", "agent"); got != "agent\n" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestBastion(t *testing.T) {
+	f := newFixture(t)
+	jump := newTestServer(t, f.client.PublicKey())
+	f.trust(t, f.srv)
+	f.trust(t, jump)
+	je := jump.endpoint()
+	p := f.pool(t, func(c *Config) { c.Bastion = &je })
+	c, err := p.Get(context.Background(), f.srv.endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := run(t, c, "echo", "through"); got != "through\n" {
+		t.Fatalf("got %q", got)
+	}
+	if jump.tunnels.Load() != 1 {
+		t.Fatalf("bastion opened %d tunnels, want 1", jump.tunnels.Load())
+	}
+	if p.Handshakes() != 2 {
+		t.Fatalf("handshakes = %d, want 2 (bastion + target)", p.Handshakes())
+	}
+}
+
+func TestBastionHostKeyIsVerified(t *testing.T) {
+	f := newFixture(t)
+	jump := newTestServer(t, f.client.PublicKey())
+	f.trust(t, f.srv) // the target is known, the bastion is not
+	je := jump.endpoint()
+	_, err := f.pool(t, func(c *Config) { c.Bastion = &je }).Get(context.Background(), f.srv.endpoint())
+	if hk := hostKeyErr(t, err); hk.Host != je.addr() {
+		t.Fatalf("refused host = %s, want the bastion %s", hk.Host, je.addr())
+	}
+}
+
+func TestHandshakeTimeout(t *testing.T) {
+	// A server that accepts TCP and then says nothing.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	f := newFixture(t)
+	p := f.pool(t, func(c *Config) { c.ConnectTimeout = 300 * time.Millisecond })
+	port := ln.Addr().(*net.TCPAddr).Port
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Get(context.Background(), Endpoint{Host: "127.0.0.1", Port: port})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "handshake") || !strings.Contains(err.Error(), "connect_timeout") {
+			t.Fatalf("want a handshake timeout naming connect_timeout, got %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a silent server hung the dial")
+	}
+}
+
+func TestKeepaliveLossDropsConnectionAndRedials(t *testing.T) {
+	f := newFixture(t)
+	f.trust(t, f.srv)
+	p := f.pool(t, func(c *Config) {
+		c.KeepaliveInterval = 50 * time.Millisecond
+		c.KeepaliveTimeout = 200 * time.Millisecond
+	})
+	c, err := p.Get(context.Background(), f.srv.endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv.silentKeepalive.Store(true)
+	select {
+	case <-c.closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("connection kept after keepalives went unanswered")
+	}
+	f.srv.silentKeepalive.Store(false)
+	c2, err := p.Get(context.Background(), f.srv.endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c2 == c || p.Handshakes() != 2 {
+		t.Fatalf("want a fresh connection after the loss (handshakes %d)", p.Handshakes())
+	}
+}
+
+func TestOneConnectionPerEndpoint(t *testing.T) {
+	f := newFixture(t)
+	f.trust(t, f.srv)
+	p := f.pool(t, nil)
+	var wg sync.WaitGroup
+	conns := make([]*Conn, 8)
+	for i := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := p.Get(context.Background(), f.srv.endpoint())
+			if err != nil {
+				t.Error(err)
+			}
+			conns[i] = c
+		}()
+	}
+	wg.Wait()
+	for _, c := range conns {
+		if c != conns[0] {
+			t.Fatal("callers got different connections to one endpoint")
+		}
+	}
+	if p.Handshakes() != 1 {
+		t.Fatalf("handshakes = %d, want 1", p.Handshakes())
+	}
+}
+
+func TestMaxParallelBoundsSessions(t *testing.T) {
+	f := newFixture(t)
+	f.trust(t, f.srv)
+	p := f.pool(t, func(c *Config) { c.MaxParallel = 2 })
+	c, err := p.Get(context.Background(), f.srv.endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 6; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); run(t, c, "sleep", "0.2") }()
+	}
+	wg.Wait()
+	if m := f.srv.maxRunning.Load(); m != 2 {
+		t.Fatalf("max concurrent sessions = %d, want 2", m)
+	}
+}
+
+func TestRunQuotesArgvAndReportsFailure(t *testing.T) {
+	f := newFixture(t)
+	f.trust(t, f.srv)
+	c, err := f.pool(t, nil).Get(context.Background(), f.srv.endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostile := "$(echo pwned); `id` 'x' \"y\" *"
+	if got := run(t, c, "printf", "%s", hostile); got != hostile {
+		t.Fatalf("argv reached the shell altered: %q", got)
+	}
+	res, err := c.Run(context.Background(), Cmd{Step: "start ray", Argv: Script("cat; echo boom >&2; exit 7"), Stdin: []byte("in")})
+	if ExitStatus(err) != 7 {
+		t.Fatalf("exit status = %d (%v), want 7", ExitStatus(err), err)
+	}
+	if string(res.Stdout) != "in" {
+		t.Fatalf("stdin did not arrive: %q", res.Stdout)
+	}
+	for _, want := range []string{f.srv.endpoint().addr(), "start ray", "exit status 7", "boom"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not name %q: %v", want, err)
+		}
+	}
+}
+
+func TestRunHonoursContext(t *testing.T) {
+	f := newFixture(t)
+	f.trust(t, f.srv)
+	c, err := f.pool(t, nil).Get(context.Background(), f.srv.endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = c.Run(ctx, Cmd{Step: "wait", Argv: []string{"sleep", "30"}})
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
+		t.Fatalf("want a prompt deadline error, got %v after %s", err, time.Since(start))
+	}
+}
+
+func TestUploadIsAtomicWithMode(t *testing.T) {
+	f := newFixture(t)
+	f.trust(t, f.srv)
+	c, err := f.pool(t, nil).Get(context.Background(), f.srv.endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "dir with space", "api.env")
+	secret := []byte("VLLM_API_KEY=s3cr3t'$x\n")
+	if err := c.Upload(context.Background(), "write env file", path, 0o600, secret); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != string(secret) {
+		t.Fatalf("uploaded %q (%v), want %q", got, err, secret)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode = %v, want 0600", fi.Mode().Perm())
+	}
+	left, _ := filepath.Glob(path + ".*")
+	if len(left) != 0 {
+		t.Fatalf("temporary files left behind: %v", left)
+	}
+}
+
+func TestTunnelCarriesHTTP(t *testing.T) {
+	f := newFixture(t)
+	f.trust(t, f.srv)
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "healthy") }))
+	defer web.Close()
+	c, err := f.pool(t, nil).Get(context.Background(), f.srv.endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{DialContext: c.DialContext, Proxy: nil}}
+	resp, err := hc.Get(web.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if string(b) != "healthy" || f.srv.tunnels.Load() == 0 {
+		t.Fatalf("body %q through %d tunnels", b, f.srv.tunnels.Load())
+	}
+}
+
+func TestNewPoolRejectsMissingCredentials(t *testing.T) {
+	_, err := NewPool(Config{User: "ops", KnownHostsFile: os.DevNull})
+	if err == nil || !strings.Contains(err.Error(), "private_key") {
+		t.Fatalf("want an error naming the credential attributes, got %v", err)
+	}
+	_, err = NewPool(Config{User: "ops", UseAgent: true, AgentSocket: "", KnownHostsFile: os.DevNull})
+	if err == nil && os.Getenv("SSH_AUTH_SOCK") == "" {
+		t.Fatal("use_agent without an agent was accepted")
+	}
+}

@@ -1,0 +1,48 @@
+package transport
+
+import "strings"
+
+// Quote returns s as one POSIX shell word. Values that are plainly safe are
+// left bare so logged commands stay readable; everything else is wrapped in
+// single quotes, with embedded single quotes written as '\''.
+func Quote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	if isSafeWord(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func isSafeWord(s string) bool {
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune("@%+=:,./_-", r):
+		default:
+			return false
+		}
+	}
+	// "=" first would read as an assignment in some contexts; "-" first is fine
+	// as an argument but never as the command word, which we do not rely on.
+	return s[0] != '='
+}
+
+// Join quotes every element of argv and joins them with spaces: the one way
+// a command line is built in this provider. No value is ever concatenated
+// into a shell string unquoted.
+func Join(argv ...string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = Quote(a)
+	}
+	return strings.Join(q, " ")
+}
+
+// Script runs a fixed shell script with positional parameters: the script
+// text is the provider's own, every user value arrives as "$1", "$2", ... and
+// is never spliced into the script.
+func Script(script string, args ...string) []string {
+	return append([]string{"sh", "-c", script, "sh"}, args...)
+}
