@@ -55,10 +55,10 @@ type Config struct {
 // Pool holds one SSH connection per (host, port, user) for a provider
 // process, shared by every resource and data source.
 type Pool struct {
-	cfg      Config
+	cfg        Config
 	keySigners []ssh.Signer
-	verify   *verifier
-	parallel chan struct{}
+	verify     *verifier
+	parallel   chan struct{}
 
 	mu    sync.Mutex
 	conns map[string]*dialing

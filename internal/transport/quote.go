@@ -4,7 +4,7 @@ import "strings"
 
 // Quote returns s as one POSIX shell word. Values that are plainly safe are
 // left bare so logged commands stay readable; everything else is wrapped in
-// single quotes, with embedded single quotes written as '\''.
+// single quotes, with embedded single quotes written as '\”.
 func Quote(s string) string {
 	if s == "" {
 		return "''"

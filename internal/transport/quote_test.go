@@ -9,18 +9,18 @@ import (
 
 func TestQuote(t *testing.T) {
 	cases := map[string]string{
-		"":                 "''",
-		"plain":            "plain",
-		"192.168.200.12":   "192.168.200.12",
+		"":                  "''",
+		"plain":             "plain",
+		"192.168.200.12":    "192.168.200.12",
 		"--node-ip-address": "--node-ip-address",
-		"a b":              "'a b'",
-		"it's":             `'it'\''s'`,
-		"$(reboot)":        "'$(reboot)'",
-		"`id`":             "'`id`'",
-		"a;b":              "'a;b'",
-		"=x":               "'=x'",
-		"ünïcode":          "'ünïcode'",
-		"new\nline":        "'new\nline'",
+		"a b":               "'a b'",
+		"it's":              `'it'\''s'`,
+		"$(reboot)":         "'$(reboot)'",
+		"`id`":              "'`id`'",
+		"a;b":               "'a;b'",
+		"=x":                "'=x'",
+		"ünïcode":           "'ünïcode'",
+		"new\nline":         "'new\nline'",
 	}
 	for in, want := range cases {
 		if got := Quote(in); got != want {

@@ -1,0 +1,194 @@
+// Package nodefacts gathers what a node is — interfaces, the address the
+// default route would use, GPUs, Ray/Python/vLLM/Docker versions — in one
+// remote script, and parses its output. Parsing is pure so it can be
+// table-tested and fuzzed; running the script is the caller's business.
+package nodefacts
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Script prints one "@@name" section per fact. It takes two positional
+// parameters: $1 the ray command (default "ray") and $2 the Python that runs
+// Ray (default: the interpreter on ray's #! line, else python3). Every
+// probe tolerates absence: a box without Ray or GPUs is still described.
+//
+// The default-route address is read with `ip route get`, a routing-table
+// lookup: no packet leaves the node, exactly as Ray's and vLLM's own
+// detection (a UDP connect to 8.8.8.8) sends none.
+const Script = `ray=${1:-ray}
+py=${2:-}
+if [ -z "$py" ]; then
+  rp=$(command -v -- "$ray" 2>/dev/null) &&
+    py=$(head -n 1 -- "$rp" 2>/dev/null | sed -n 's/^#![[:space:]]*\([^[:space:]]*\).*/\1/p')
+  case "$py" in */env|"") py=python3 ;; esac
+fi
+version_of() { "$py" -c 'import sys
+from importlib.metadata import version
+print(version(sys.argv[1]))' "$1" 2>/dev/null; }
+echo @@hostname; cat /proc/sys/kernel/hostname 2>/dev/null || hostname
+echo @@interfaces; ip -j addr show 2>/dev/null
+echo @@route; ip -j -4 route get 8.8.8.8 2>/dev/null
+echo @@gpus; if command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi -L 2>/dev/null | grep -c '^GPU'; else echo 0; fi
+echo @@python; "$py" -c 'import platform; print(platform.python_version())' 2>/dev/null
+echo @@ray; version_of ray || "$ray" --version 2>/dev/null
+echo @@vllm; version_of vllm || vllm --version 2>/dev/null
+echo @@docker; docker --version 2>/dev/null
+echo @@end
+`
+
+// Interface is one network interface and its IPv4/IPv6 addresses.
+type Interface struct {
+	Name      string
+	Addresses []netip.Prefix // address/prefix, as `ip addr` shows them
+	MTU       int
+	Up        bool
+}
+
+// Facts describe one node.
+type Facts struct {
+	Hostname       string
+	Interfaces     []Interface
+	DefaultRouteIP string // "" when the node has no default route
+	GPUCount       int
+	PythonVersion  string // "" when absent
+	RayVersion     string
+	VLLMVersion    string
+	DockerVersion  string
+}
+
+// HasAddress reports whether ip is bound to any interface on the node.
+func (f *Facts) HasAddress(ip netip.Addr) bool {
+	for _, i := range f.Interfaces {
+		for _, a := range i.Addresses {
+			if a.Addr() == ip {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sections splits the script's output into named sections.
+func sections(out string) map[string]string {
+	s := map[string]string{}
+	name := ""
+	var b strings.Builder
+	for _, line := range strings.Split(out, "\n") {
+		if n, ok := strings.CutPrefix(line, "@@"); ok && n != "" && !strings.ContainsAny(n, " \t") {
+			if name != "" {
+				s[name] = strings.TrimSpace(b.String())
+			}
+			name = n
+			b.Reset()
+			continue
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	if name != "" {
+		s[name] = strings.TrimSpace(b.String())
+	}
+	return s
+}
+
+type ipAddr struct {
+	IfName   string   `json:"ifname"`
+	MTU      int      `json:"mtu"`
+	Flags    []string `json:"flags"`
+	AddrInfo []struct {
+		Family    string `json:"family"`
+		Local     string `json:"local"`
+		PrefixLen int    `json:"prefixlen"`
+	} `json:"addr_info"`
+}
+
+type ipRoute struct {
+	PrefSrc string `json:"prefsrc"`
+}
+
+// Parse reads Script's output.
+func Parse(out string) (Facts, error) {
+	s := sections(out)
+	if _, ok := s["end"]; !ok {
+		return Facts{}, fmt.Errorf("node facts output is truncated (no end marker): %q", tail(out))
+	}
+	f := Facts{Hostname: s["hostname"]}
+	if raw := s["interfaces"]; raw != "" {
+		var links []ipAddr
+		if err := json.Unmarshal([]byte(raw), &links); err != nil {
+			return Facts{}, fmt.Errorf("parse `ip -j addr` output: %w", err)
+		}
+		for _, l := range links {
+			i := Interface{Name: l.IfName, MTU: l.MTU}
+			for _, fl := range l.Flags {
+				if fl == "UP" {
+					i.Up = true
+				}
+			}
+			for _, a := range l.AddrInfo {
+				ip, err := netip.ParseAddr(a.Local)
+				if err != nil || (a.Family != "inet" && a.Family != "inet6") {
+					continue
+				}
+				p, err := ip.Prefix(a.PrefixLen)
+				if err != nil {
+					continue
+				}
+				i.Addresses = append(i.Addresses, netip.PrefixFrom(ip, p.Bits()))
+			}
+			f.Interfaces = append(f.Interfaces, i)
+		}
+		sort.SliceStable(f.Interfaces, func(a, b int) bool { return f.Interfaces[a].Name < f.Interfaces[b].Name })
+	} else {
+		return Facts{}, fmt.Errorf("the node printed no interfaces: is iproute2 (`ip`) installed?")
+	}
+	if raw := s["route"]; raw != "" {
+		var routes []ipRoute
+		if err := json.Unmarshal([]byte(raw), &routes); err != nil {
+			return Facts{}, fmt.Errorf("parse `ip -j route get` output: %w", err)
+		}
+		if len(routes) > 0 {
+			if ip, err := netip.ParseAddr(routes[0].PrefSrc); err == nil {
+				f.DefaultRouteIP = ip.String()
+			}
+		}
+	}
+	if g := s["gpus"]; g != "" {
+		n, err := strconv.Atoi(g)
+		if err != nil || n < 0 {
+			return Facts{}, fmt.Errorf("GPU count %q is not a number", g)
+		}
+		f.GPUCount = n
+	}
+	f.PythonVersion = version(s["python"])
+	f.RayVersion = version(s["ray"])
+	f.VLLMVersion = version(s["vllm"])
+	f.DockerVersion = strings.TrimSuffix(version(s["docker"]), ",")
+	return f, nil
+}
+
+// version pulls the version out of "2.52.1", "ray, version 2.52.1" or
+// "Docker version 20.10.24+dfsg1, build 297e128": the first token that
+// starts with a digit.
+func version(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	for _, tok := range strings.Fields(line) {
+		if tok[0] >= '0' && tok[0] <= '9' {
+			return strings.TrimSuffix(tok, ",")
+		}
+	}
+	return ""
+}
+
+func tail(s string) string {
+	if len(s) > 200 {
+		return "…" + s[len(s)-200:]
+	}
+	return s
+}

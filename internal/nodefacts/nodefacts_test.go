@@ -1,0 +1,152 @@
+package nodefacts
+
+import (
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const sparkOutput = `@@hostname
+spark1
+@@interfaces
+[{"ifindex":1,"ifname":"lo","flags":["LOOPBACK","UP","LOWER_UP"],"mtu":65536,"operstate":"UNKNOWN","addr_info":[{"family":"inet","local":"127.0.0.1","prefixlen":8}]},{"ifindex":12,"ifname":"enp1s0f1np1","flags":["BROADCAST","MULTICAST","UP","LOWER_UP"],"mtu":9000,"operstate":"UP","addr_info":[{"family":"inet","local":"192.168.200.12","prefixlen":24},{"family":"inet6","local":"fe80::1","prefixlen":64}]},{"ifindex":3,"ifname":"enP7s7","flags":["BROADCAST","MULTICAST","UP","LOWER_UP"],"mtu":1500,"operstate":"UP","addr_info":[{"family":"inet","local":"10.1.230.180","prefixlen":16}]},{"ifindex":4,"ifname":"wlP9s9","flags":["BROADCAST","MULTICAST"],"mtu":1500,"operstate":"DOWN","addr_info":[]}]
+@@route
+[{"dst":"8.8.8.8","gateway":"10.1.0.1","dev":"enP7s7","prefsrc":"10.1.230.180","flags":[],"uid":0,"cache":[]}]
+@@gpus
+1
+@@python
+3.12.3
+@@ray
+2.52.1
+@@vllm
+0.33.0
+@@docker
+Docker version 28.2.2, build e6534b4
+@@end
+`
+
+func TestParseSpark(t *testing.T) {
+	f, err := Parse(sparkOutput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Hostname != "spark1" || f.DefaultRouteIP != "10.1.230.180" || f.GPUCount != 1 {
+		t.Fatalf("hostname/route/gpus = %q %q %d", f.Hostname, f.DefaultRouteIP, f.GPUCount)
+	}
+	if f.PythonVersion != "3.12.3" || f.RayVersion != "2.52.1" || f.VLLMVersion != "0.33.0" || f.DockerVersion != "28.2.2" {
+		t.Fatalf("versions = %q %q %q %q", f.PythonVersion, f.RayVersion, f.VLLMVersion, f.DockerVersion)
+	}
+	names := []string{}
+	for _, i := range f.Interfaces {
+		names = append(names, i.Name)
+	}
+	if strings.Join(names, ",") != "enP7s7,enp1s0f1np1,lo,wlP9s9" {
+		t.Fatalf("interfaces = %v", names)
+	}
+	fabric := f.Interfaces[1]
+	if fabric.MTU != 9000 || !fabric.Up || len(fabric.Addresses) != 2 || fabric.Addresses[0].String() != "192.168.200.12/24" {
+		t.Fatalf("fabric interface = %+v", fabric)
+	}
+	if f.Interfaces[3].Up {
+		t.Fatal("an interface without the UP flag is reported up")
+	}
+	if !f.HasAddress(netip.MustParseAddr("192.168.200.12")) || f.HasAddress(netip.MustParseAddr("192.168.200.13")) {
+		t.Fatal("HasAddress disagrees with the interface table")
+	}
+}
+
+func TestParseBareNode(t *testing.T) {
+	// No default route, no GPUs, no Ray, no vLLM, no Docker: all absent, no error.
+	out := "@@hostname\nbox\n@@interfaces\n[{\"ifname\":\"lo\",\"flags\":[\"UP\"],\"mtu\":65536,\"addr_info\":[]}]\n@@route\n@@gpus\n0\n@@python\n@@ray\n@@vllm\n@@docker\n@@end\n"
+	f, err := Parse(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.DefaultRouteIP != "" || f.GPUCount != 0 || f.RayVersion != "" || f.VLLMVersion != "" || f.DockerVersion != "" || f.PythonVersion != "" {
+		t.Fatalf("absent facts reported as present: %+v", f)
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	cases := map[string]string{
+		"truncated":     "@@hostname\nbox\n@@interfaces\n[]\n",
+		"no ip command": "@@hostname\nbox\n@@interfaces\n@@end\n",
+		"bad json":      "@@interfaces\n[{\n@@end\n",
+		"bad gpu count": "@@interfaces\n[]\n@@gpus\nNVIDIA-SMI has failed\n@@end\n",
+	}
+	for name, out := range cases {
+		if _, err := Parse(out); err == nil {
+			t.Errorf("%s: parsed without error", name)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for in, want := range map[string]string{
+		"2.52.1":                "2.52.1",
+		"ray, version 2.52.1\n": "2.52.1",
+		"Docker version 20.10.24+dfsg1, build 297e128": "20.10.24+dfsg1",
+		"":                  "",
+		"command not found": "",
+	} {
+		if got := version(in); got != want {
+			t.Errorf("version(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestScriptOnThisMachine runs the real script with the local /bin/sh and
+// iproute2, and a fake ray whose #! line names this machine's Python.
+func TestScriptOnThisMachine(t *testing.T) {
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("iproute2 not installed on this machine")
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed on this machine")
+	}
+	dir := t.TempDir()
+	fakeRay := filepath.Join(dir, "ray")
+	if err := os.WriteFile(fakeRay, []byte("#!"+py+"\nprint('ray, version 9.9.9')\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("/bin/sh", "-c", Script, "sh", fakeRay).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse(string(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.HasAddress(netip.MustParseAddr("127.0.0.1")) {
+		t.Fatalf("loopback address missing from %+v", f.Interfaces)
+	}
+	if f.RayVersion != "9.9.9" {
+		t.Fatalf("ray version = %q: the fallback to `ray --version` failed", f.RayVersion)
+	}
+	if f.PythonVersion == "" {
+		t.Fatal("python version of ray's interpreter not found")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add(sparkOutput)
+	f.Add("@@end\n")
+	f.Add("@@interfaces\n[{\"addr_info\":[{\"family\":\"inet\",\"local\":\"1.2.3.4\",\"prefixlen\":99}]}]\n@@end")
+	f.Fuzz(func(t *testing.T, out string) {
+		fa, err := Parse(out)
+		if err != nil {
+			return
+		}
+		for _, i := range fa.Interfaces {
+			for _, a := range i.Addresses {
+				if !a.IsValid() {
+					t.Fatalf("invalid prefix accepted: %v", a)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,84 @@
+// Package providerdata is what the provider hands every resource and data
+// source: the shared SSH pool, plus the per-node access schema and model
+// that every node object in the provider repeats.
+package providerdata
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	dschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/transport"
+)
+
+// Data is set by the provider's Configure.
+type Data struct {
+	Pool *transport.Pool
+}
+
+// From recovers Data in a resource's or data source's Configure. A nil
+// input is normal: Terraform calls Configure on them before the provider's.
+func From(in any) (*Data, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	if in == nil {
+		return nil, diags
+	}
+	d, ok := in.(*Data)
+	if !ok {
+		diags.AddError("Unexpected provider data",
+			fmt.Sprintf("Expected *providerdata.Data, got %T. This is always a bug in the provider.", in))
+	}
+	return d, diags
+}
+
+// NodeAccess is how the provider reaches one node: the host plus per-node
+// overrides of the provider's ssh settings.
+type NodeAccess struct {
+	SSHHost types.String `tfsdk:"ssh_host"`
+	SSHPort types.Int64  `tfsdk:"ssh_port"`
+	SSHUser types.String `tfsdk:"ssh_user"`
+	HostKey types.String `tfsdk:"host_key"`
+}
+
+// Endpoint turns the model into a transport endpoint; zero values fall back
+// to the provider's ssh settings.
+func (n NodeAccess) Endpoint() transport.Endpoint {
+	return transport.Endpoint{
+		Host:    n.SSHHost.ValueString(),
+		Port:    int(n.SSHPort.ValueInt64()),
+		User:    n.SSHUser.ValueString(),
+		HostKey: n.HostKey.ValueString(),
+	}
+}
+
+// NodeAccessDataSourceAttributes are the node access attributes as they
+// appear in a data source's schema.
+func NodeAccessDataSourceAttributes() map[string]dschema.Attribute {
+	return map[string]dschema.Attribute{
+		"ssh_host": dschema.StringAttribute{
+			Required:            true,
+			MarkdownDescription: "Address or name the provider connects to over SSH (the node's external, operator-reachable address).",
+			Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+		},
+		"ssh_port": dschema.Int64Attribute{
+			Optional:            true,
+			MarkdownDescription: "SSH port for this node. Defaults to the provider's `ssh.port`.",
+			Validators:          []validator.Int64{int64validator.Between(1, 65535)},
+		},
+		"ssh_user": dschema.StringAttribute{
+			Optional:            true,
+			MarkdownDescription: "SSH user for this node. Defaults to the provider's `ssh.user`.",
+		},
+		"host_key": dschema.StringAttribute{
+			Optional: true,
+			MarkdownDescription: "Pins this node's SSH host key: an authorized_keys-style line such as the content of " +
+				"`/etc/ssh/ssh_host_ed25519_key.pub`. Wins over `known_hosts_file` and `host_key_policy`.",
+			Validators: []validator.String{HostKey{}},
+		},
+	}
+}
