@@ -1,0 +1,94 @@
+// Package acctest is what acceptance tests share: the provider factories,
+// the CLI checks, and access to the lab (.lab/lab.json).
+package acctest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/lab"
+	"github.com/lab-infra/terraform-provider-spark/internal/provider"
+)
+
+// Factories runs the provider in-process for terraform-plugin-testing.
+var Factories = map[string]func() (tfprotov6.ProviderServer, error){
+	"spark": providerserver.NewProtocol6WithError(provider.New("test")()),
+}
+
+// RepoRoot is the module root, found from this file's location.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// PreCheck fails (never skips) an acceptance test whose prerequisites are
+// missing, with the command that provides them.
+func PreCheck(t *testing.T) {
+	t.Helper()
+	p := os.Getenv("TF_ACC_TERRAFORM_PATH")
+	if p == "" || !filepath.IsAbs(p) {
+		t.Fatalf("TF_ACC_TERRAFORM_PATH = %q: set it to the absolute path of a terraform or tofu binary (`make tools` builds both into .tools/bin)", p)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("TF_ACC_TERRAFORM_PATH: %v (run `make tools`)", err)
+	}
+	// Machines of this kind export TF_CLI_CONFIG_FILE pointing at a file that
+	// does not exist, which the CLI refuses: give it an empty one.
+	if f := os.Getenv("TF_CLI_CONFIG_FILE"); f != "" {
+		if _, err := os.Stat(f); err != nil {
+			empty := filepath.Join(t.TempDir(), "terraformrc")
+			if err := os.WriteFile(empty, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("TF_CLI_CONFIG_FILE", empty)
+		}
+	}
+}
+
+// Lab loads the lab file (LAB_FILE, else .lab/lab.json at the repo root).
+func Lab(t *testing.T) *lab.File {
+	t.Helper()
+	path := os.Getenv("LAB_FILE")
+	if path == "" {
+		path = lab.FilePath(filepath.Join(RepoRoot(), ".lab"))
+	}
+	f, err := lab.Load(path)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return f
+}
+
+// LabDir is the directory holding the lab file.
+func LabDir() string {
+	if p := os.Getenv("LAB_FILE"); p != "" {
+		return filepath.Dir(p)
+	}
+	return filepath.Join(RepoRoot(), ".lab")
+}
+
+// ProviderBlock renders a provider block for the lab. extra lines go inside
+// the ssh object (e.g. `host_key_policy = "accept-new"`).
+func ProviderBlock(f *lab.File, knownHosts string, extra ...string) string {
+	if knownHosts == "" {
+		knownHosts = f.KnownHostsFile
+	}
+	return fmt.Sprintf(`
+provider "spark" {
+  ssh = {
+    user             = %q
+    private_key_file = %q
+    known_hosts_file = %q
+    connect_timeout  = "10s"
+    %s
+  }
+}
+`, f.SSHUser, f.PrivateKeyFile, knownHosts, strings.Join(extra, "\n    "))
+}
