@@ -31,7 +31,7 @@ func (HostKey) ValidateString(_ context.Context, req validator.StringRequest, re
 // Duration checks at config time that a value parses as a Go duration.
 type Duration struct{}
 
-func (Duration) Description(context.Context) string { return `a duration such as "30s" or "2m"` }
+func (Duration) Description(context.Context) string               { return `a duration such as "30s" or "2m"` }
 func (v Duration) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
 
 func (Duration) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The whole test suite, phase by phase, one timing line per phase. This is
+# the README's test command (`make test-all`) and what CI runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+timings=()
+phase() {
+  local name=$1; shift
+  local t0=$SECONDS
+  echo "=== phase $name: $*"
+  if ! "$@"; then
+    echo "=== phase $name FAILED after $((SECONDS - t0))s" >&2
+    printf '%s\n' "${timings[@]}"
+    exit 1
+  fi
+  timings+=("timing: $(printf '%-18s' "$name") $((SECONDS - t0))s")
+  echo "${timings[-1]}"
+}
+
+phase tools          make --no-print-directory tools
+phase lab-up         make --no-print-directory lab-up
+phase unit           make --no-print-directory test
+phase lint           make --no-print-directory lint
+phase docs-check     make --no-print-directory docs-check
+phase release-check  make --no-print-directory release-check
+phase acc-terraform  make --no-print-directory testacc-terraform
+phase acc-opentofu   make --no-print-directory testacc-tofu
+
+echo "=== all phases passed"
+printf '%s\n' "${timings[@]}"
