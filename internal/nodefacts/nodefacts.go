@@ -13,10 +13,13 @@ import (
 	"strings"
 )
 
-// Script prints one "@@name" section per fact. It takes two positional
-// parameters: $1 the ray command (default "ray") and $2 the Python that runs
-// Ray (default: the interpreter on ray's #! line, else python3). Every
-// probe tolerates absence: a box without Ray or GPUs is still described.
+// Script prints one "@@name" section per fact. Positional parameters:
+// $1 the ray command (default "ray"); $2 the Python that runs Ray (default:
+// the interpreter on ray's #! line, else python3); $3 an address to look up
+// the route to (a worker's route to its head), optional; $4 a TCP port whose
+// listeners to list (the GCS port), optional; $5 an ip:port to try a TCP
+// connection to (the head's GCS, from a worker), optional. Every probe
+// tolerates absence: a box without Ray or GPUs is still described.
 //
 // The default-route address is read with `ip route get`, a routing-table
 // lookup: no packet leaves the node, exactly as Ray's and vLLM's own
@@ -34,7 +37,17 @@ print(version(sys.argv[1]))' "$1" 2>/dev/null; }
 echo @@hostname; cat /proc/sys/kernel/hostname 2>/dev/null || hostname
 echo @@interfaces; ip -j addr show 2>/dev/null
 echo @@route; ip -j -4 route get 8.8.8.8 2>/dev/null
-echo @@gpus; if command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi -L 2>/dev/null | grep -c '^GPU'; else echo 0; fi
+echo @@gpus; if command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi -L 2>/dev/null | grep -c '^GPU'; else echo none; fi
+if [ -n "${3:-}" ]; then echo @@route_to; ip -j -4 route get "$3" 2>/dev/null; fi
+if [ -n "${4:-}" ]; then echo @@listeners; ss -Hltnp "sport = :$4" 2>/dev/null; fi
+if [ -n "${5:-}" ]; then echo @@tcp; "$py" -c 'import socket, sys
+h, p = sys.argv[1].rsplit(":", 1)
+try:
+    socket.create_connection((h, int(p)), timeout=3).close(); print("open")
+except socket.timeout:
+    print("timeout")
+except OSError as e:
+    print("closed", e.strerror)' "$5" 2>/dev/null || echo unknown; fi
 echo @@python; "$py" -c 'import platform; print(platform.python_version())' 2>/dev/null
 echo @@ray; version_of ray || "$ray" --version 2>/dev/null
 echo @@vllm; version_of vllm || vllm --version 2>/dev/null
@@ -56,7 +69,11 @@ type Facts struct {
 	Interfaces     []Interface
 	DefaultRouteIP string // "" when the node has no default route
 	GPUCount       int
-	PythonVersion  string // "" when absent
+	HasNvidiaSMI   bool     // GPUCount is only meaningful when true
+	RouteTo        *Route   // route to the address given as $3; nil when not asked or no route
+	Listeners      []string // processes listening on the port given as $4 (e.g. "gcs_server")
+	TCP            string   // "open", "closed …", "timeout" for the ip:port given as $5
+	PythonVersion  string   // "" when absent
 	RayVersion     string
 	VLLMVersion    string
 	DockerVersion  string
@@ -109,7 +126,18 @@ type ipAddr struct {
 }
 
 type ipRoute struct {
+	Dst     string `json:"dst"`
+	Gateway string `json:"gateway"`
+	Dev     string `json:"dev"`
 	PrefSrc string `json:"prefsrc"`
+}
+
+// Route is the kernel's answer to "how would you reach this address".
+type Route struct {
+	Dst     string
+	Gateway string // "" when the destination is on a directly connected network
+	Dev     string
+	Src     string
 }
 
 // Parse reads Script's output.
@@ -159,7 +187,20 @@ func Parse(out string) (Facts, error) {
 			}
 		}
 	}
-	if g := s["gpus"]; g != "" {
+	if raw := s["route_to"]; raw != "" {
+		var routes []ipRoute
+		if err := json.Unmarshal([]byte(raw), &routes); err != nil {
+			return Facts{}, fmt.Errorf("parse `ip -j route get` output: %w", err)
+		}
+		if len(routes) > 0 {
+			r := routes[0]
+			f.RouteTo = &Route{Dst: r.Dst, Gateway: r.Gateway, Dev: r.Dev, Src: r.PrefSrc}
+		}
+	}
+	f.Listeners = listeners(s["listeners"])
+	f.TCP = s["tcp"]
+	if g := s["gpus"]; g != "" && g != "none" {
+		f.HasNvidiaSMI = true
 		n, err := strconv.Atoi(g)
 		if err != nil || n < 0 {
 			return Facts{}, fmt.Errorf("GPU count %q is not a number", g)
@@ -171,6 +212,29 @@ func Parse(out string) (Facts, error) {
 	f.VLLMVersion = version(s["vllm"])
 	f.DockerVersion = strings.TrimSuffix(version(s["docker"]), ",")
 	return f, nil
+}
+
+// listeners pulls process names out of `ss -Hltnp` lines such as
+// `LISTEN 0 4096 0.0.0.0:6379 0.0.0.0:* users:(("gcs_server",pid=12,fd=8))`.
+func listeners(raw string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, line := range strings.Split(raw, "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		name := "unknown process"
+		if i := strings.Index(line, `(("`); i >= 0 {
+			if j := strings.Index(line[i+3:], `"`); j >= 0 {
+				name = line[i+3 : i+3+j]
+			}
+		}
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // version pulls the version out of "2.52.1", "ray, version 2.52.1" or

@@ -1,10 +1,12 @@
 package transport
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"sync"
@@ -202,4 +204,89 @@ func (c *Conn) DialContext(ctx context.Context, _, addr string) (net.Conn, error
 		return nil, &Error{Host: c.addr, Step: "open tunnel to " + addr, ExitStatus: -1, Err: err}
 	}
 	return conn, nil
+}
+
+// Held is a remote command kept running until Release: a lock that lives
+// exactly as long as the provider's interest in it. If the provider dies,
+// the connection drops, the command ends, and the lock goes with it.
+type Held struct {
+	session *ssh.Session
+	stdin   io.WriteCloser
+	release func()
+	stderr  *bytes.Buffer
+}
+
+// Release ends the held command and waits for it.
+func (h *Held) Release() {
+	_ = h.stdin.Close()
+	_ = h.session.Wait()
+	_ = h.session.Close()
+	h.release()
+}
+
+// Hold starts cmd and returns once it prints the line ready on stdout. The
+// command keeps running (holding a session) until Release. If it exits
+// before printing ready, its exit status and stderr are the error.
+func (c *Conn) Hold(ctx context.Context, cmd Cmd, ready string) (*Held, error) {
+	fail := func(err error) error { return &Error{Host: c.addr, Step: cmd.Step, ExitStatus: -1, Err: err} }
+	release, err := c.acquire(ctx)
+	if err != nil {
+		return nil, fail(err)
+	}
+	s, err := c.client.NewSession()
+	if err != nil {
+		release()
+		return nil, fail(fmt.Errorf("open session: %w", err))
+	}
+	stdin, err := s.StdinPipe()
+	if err != nil {
+		s.Close()
+		release()
+		return nil, fail(err)
+	}
+	stdout, err := s.StdoutPipe()
+	if err != nil {
+		s.Close()
+		release()
+		return nil, fail(err)
+	}
+	var errb bytes.Buffer
+	s.Stderr = &errb
+	if err := s.Start(Join(cmd.Argv...)); err != nil {
+		s.Close()
+		release()
+		return nil, fail(fmt.Errorf("start: %w", err))
+	}
+	got := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if sc.Text() == ready {
+				got <- true
+				_, _ = io.Copy(io.Discard, stdout)
+				return
+			}
+		}
+		got <- false
+	}()
+	select {
+	case ok := <-got:
+		if ok {
+			return &Held{session: s, stdin: stdin, release: release, stderr: &errb}, nil
+		}
+		err := s.Wait()
+		s.Close()
+		release()
+		var exit *ssh.ExitError
+		status := -1
+		if errors.As(err, &exit) {
+			status = exit.ExitStatus()
+		}
+		return nil, &Error{Host: c.addr, Step: cmd.Step, ExitStatus: status, Stderr: tailLines(errb.String(), stderrTailLines), Err: err}
+	case <-ctx.Done():
+		_ = s.Signal(ssh.SIGKILL)
+		s.Close()
+		release()
+		return nil, fail(ctx.Err())
+	}
 }

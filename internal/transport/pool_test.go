@@ -483,3 +483,28 @@ func TestNewPoolRejectsMissingCredentials(t *testing.T) {
 		t.Fatal("use_agent without an agent was accepted")
 	}
 }
+
+func TestHoldKeepsCommandUntilRelease(t *testing.T) {
+	f := newFixture(t)
+	f.trust(t, f.srv)
+	c, err := f.pool(t, nil).Get(context.Background(), f.srv.endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(t.TempDir(), "released")
+	h, err := c.Hold(context.Background(), Cmd{Step: "lock", Argv: Script(`echo ready; cat >/dev/null; touch "$1"`, marker)}, "ready")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("held command finished before Release")
+	}
+	h.Release()
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal("held command did not finish on Release")
+	}
+	_, err = c.Hold(context.Background(), Cmd{Step: "lock", Argv: Script(`echo "held by someone" >&2; exit 73`)}, "ready")
+	if ExitStatus(err) != 73 || !strings.Contains(err.Error(), "held by someone") {
+		t.Fatalf("want exit 73 with stderr, got %v", err)
+	}
+}

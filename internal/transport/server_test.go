@@ -143,9 +143,18 @@ func (s *testServer) session(nc ssh.NewChannel) {
 			}
 		}
 		cmd := exec.Command("/bin/sh", "-c", cmdline)
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = ch, ch, ch.Stderr()
+		cmd.Stdout, cmd.Stderr = ch, ch.Stderr()
+		// Like sshd, the command ending ends the session even while the
+		// client still holds stdin open: feed stdin through a pipe that
+		// Wait closes, instead of letting Wait wait for the client's EOF.
+		stdin, _ := cmd.StdinPipe()
+		err := cmd.Start()
+		if err == nil {
+			go func() { _, _ = io.Copy(stdin, ch); stdin.Close() }()
+			err = cmd.Wait()
+		}
 		status := uint32(0)
-		if err := cmd.Run(); err != nil {
+		if err != nil {
 			status = 255
 			if ee, ok := err.(*exec.ExitError); ok {
 				if ws, ok := ee.Sys().(syscall.WaitStatus); ok {

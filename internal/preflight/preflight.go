@@ -1,0 +1,344 @@
+// Package preflight holds the plan-time rules: pure functions that take
+// facts gathered from the nodes and return diagnostics that name the node,
+// the values seen and the fix. No I/O happens here, so every rule is
+// table-tested and the inputs fuzzed.
+package preflight
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
+)
+
+// Diagnostic is one finding. Attr is a path below the resource, in
+// Terraform's own notation (head.node_ip, workers["spark2"].node_ip), or
+// "" for the resource as a whole.
+type Diagnostic struct {
+	Warning bool
+	Node    string
+	Attr    []string // path steps; a step "[key]" is a map key
+	Summary string
+	Detail  string
+}
+
+// Node is one planned Ray node with the facts read from it.
+type Node struct {
+	Name    string   // "head" or the worker's map key
+	Path    []string // attribute path of the node object: ["head"] or ["workers", "[spark2]"]
+	SSHHost string
+	NodeIP  string // configured node_ip; "" = Ray detects
+	NumGPUs *int64
+	Facts   nodefacts.Facts
+}
+
+func (n Node) attr(name string) []string { return append(append([]string{}, n.Path...), name) }
+
+// ValidateNodeIP is the config-time check of a node_ip value: a literal IP
+// Ray will keep. Ray silently replaces 127.0.0.1 and localhost with its own
+// detection, and registers IPs only, never hostnames.
+func ValidateNodeIP(v string) error {
+	if strings.EqualFold(v, "localhost") {
+		return fmt.Errorf("node_ip = %q: Ray silently replaces localhost with the address it detects itself, so the node would register another address. Give the node's fabric or external IP, or leave node_ip unset to let Ray detect it", v)
+	}
+	ip, err := netip.ParseAddr(v)
+	if err != nil {
+		return fmt.Errorf("node_ip = %q is not an IP address: Ray registers nodes by IP only (node:<ip>), so a hostname can never match vLLM's placement label. Give the literal IP, e.g. \"192.168.200.12\"", v)
+	}
+	if ip.IsLoopback() {
+		return fmt.Errorf("node_ip = %q is a loopback address: Ray silently replaces it with the address it detects itself. Give the node's fabric or external IP", v)
+	}
+	if ip.IsUnspecified() {
+		return fmt.Errorf("node_ip = %q is the unspecified address: a node must register an address the others can reach", v)
+	}
+	return nil
+}
+
+// addresses lists a node's addresses for messages, without loopback.
+func addresses(f nodefacts.Facts) string {
+	var out []string
+	for _, i := range f.Interfaces {
+		for _, a := range i.Addresses {
+			if a.Addr().IsLoopback() || a.Addr().IsLinkLocalUnicast() {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s on %s", a.Addr(), i.Name))
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}
+
+// NodeIPBound (D3): a configured node_ip must be an address of that node.
+func NodeIPBound(n Node) []Diagnostic {
+	if n.NodeIP == "" {
+		return nil
+	}
+	ip, err := netip.ParseAddr(n.NodeIP)
+	if err != nil || n.Facts.HasAddress(ip) {
+		return nil
+	}
+	return []Diagnostic{{Node: n.Name, Attr: n.attr("node_ip"),
+		Summary: "node_ip is not an address of this node",
+		Detail: fmt.Sprintf("%s (%s): node_ip = %q, but the node's addresses are: %s. Ray would register an address nothing "+
+			"listens on and its processes would fail to bind. Set node_ip to one of the node's addresses (its fabric address "+
+			"for multi-node traffic), or check that ssh_host points at the node you meant.",
+			n.Name, n.SSHHost, n.NodeIP, addresses(n.Facts))}}
+}
+
+// PredictHeadIP is what the head will register: node_ip, else Ray's own
+// detection (the source address of the route to 8.8.8.8).
+func PredictHeadIP(head Node) (string, []Diagnostic) {
+	if head.NodeIP != "" {
+		return head.NodeIP, nil
+	}
+	if head.Facts.DefaultRouteIP != "" {
+		return head.Facts.DefaultRouteIP, nil
+	}
+	return "", []Diagnostic{{Node: head.Name, Attr: head.attr("node_ip"),
+		Summary: "Cannot predict the head's Ray address",
+		Detail: fmt.Sprintf("head (%s) has no default route, so Ray's own detection (the route to 8.8.8.8) would fall back to "+
+			"hostname resolution or 127.0.0.1. Set head.node_ip to the address workers should join (one of: %s).",
+			head.SSHHost, addresses(head.Facts))}}
+}
+
+// PredictWorkerIP is what a worker will register: node_ip, else Ray's
+// detection on a worker (the source address of its route to the head).
+func PredictWorkerIP(w Node, headIP string) (string, []Diagnostic) {
+	if w.NodeIP != "" {
+		return w.NodeIP, nil
+	}
+	if w.Facts.RouteTo != nil && w.Facts.RouteTo.Src != "" {
+		return w.Facts.RouteTo.Src, nil
+	}
+	return "", []Diagnostic{{Node: w.Name, Attr: w.attr("node_ip"),
+		Summary: "Worker has no route to the head",
+		Detail: fmt.Sprintf("worker %q (%s) has no route to the head's Ray address %s, so it can neither join nor detect its own "+
+			"address. Its addresses: %s. Give the head a node_ip on a network this worker shares, or fix the worker's network.",
+			w.Name, w.SSHHost, headIP, addresses(w.Facts))}}
+}
+
+// WorkerReachesHead (D5): the worker's route to the head's registered IP
+// must be on a directly connected network (no gateway: Ray's fabric traffic
+// does not cross routers in a lab), and when the head is up its GCS port
+// must answer.
+func WorkerReachesHead(w Node, headIP string, gcsPort int) []Diagnostic {
+	r := w.Facts.RouteTo
+	switch {
+	case r == nil:
+		return []Diagnostic{{Node: w.Name, Attr: w.attr("ssh_host"),
+			Summary: "Worker cannot reach the head",
+			Detail: fmt.Sprintf("worker %q (%s) has no route to the head's Ray address %s:%d. Its addresses: %s. "+
+				"Connect the worker to the head's network, or give the head a node_ip on a network the worker shares.",
+				w.Name, w.SSHHost, headIP, gcsPort, addresses(w.Facts))}}
+	case r.Gateway != "":
+		return []Diagnostic{{Node: w.Name, Attr: w.attr("ssh_host"),
+			Summary: "Worker reaches the head only through a gateway",
+			Detail: fmt.Sprintf("worker %q (%s) would reach the head's Ray address %s through gateway %s on %s, not over a shared "+
+				"network: it is not on the head's fabric (its addresses: %s). Ray and NCCL traffic would leave the fabric or fail. "+
+				"Connect the worker to the head's network, or set head.node_ip to an address on a network the worker shares.",
+				w.Name, w.SSHHost, headIP, r.Gateway, r.Dev, addresses(w.Facts))}}
+	}
+	if t := w.Facts.TCP; t != "" && t != "open" && t != "unknown" {
+		return []Diagnostic{{Node: w.Name, Attr: w.attr("ssh_host"),
+			Summary: "Worker cannot open the head's GCS port",
+			Detail: fmt.Sprintf("worker %q (%s) has a route to %s but a TCP connection to %s:%d failed (%s). "+
+				"Check firewalls between the nodes and that gcs_port is right.", w.Name, w.SSHHost, headIP, headIP, gcsPort, t)}}
+	}
+	return nil
+}
+
+// UniqueIPs (D13): no two nodes may register one IP.
+func UniqueIPs(nodes []Node, registered map[string]string) []Diagnostic {
+	by := map[string][]string{}
+	for _, n := range nodes {
+		if ip := registered[n.Name]; ip != "" {
+			by[ip] = append(by[ip], n.Name)
+		}
+	}
+	var out []Diagnostic
+	for _, ip := range sortedKeys(by) {
+		names := by[ip]
+		if len(names) < 2 {
+			continue
+		}
+		n := findNode(nodes, names[1])
+		out = append(out, Diagnostic{Node: names[1], Attr: n.attr("node_ip"),
+			Summary: "Two nodes would register the same IP",
+			Detail: fmt.Sprintf("nodes %s would all register %s with Ray. Ray keys nodes by IP (node:%s); vLLM refuses "+
+				"clusters where \"every node should have a unique IP address\". Give each node its own node_ip, or check ssh_host.",
+				strings.Join(names, " and "), ip, ip)})
+	}
+	return out
+}
+
+// SameVersions (D6, D7): Ray refuses to join nodes with another Ray or
+// Python version; say which node has which before anything starts.
+func SameVersions(nodes []Node) []Diagnostic {
+	var out []Diagnostic
+	for _, what := range []struct {
+		name string
+		get  func(nodefacts.Facts) string
+		fix  string
+	}{
+		{"Ray", func(f nodefacts.Facts) string { return f.RayVersion }, "install the same Ray version on every node (pip install ray==<version>)"},
+		{"Python", func(f nodefacts.Facts) string { return f.PythonVersion }, "run Ray under the same Python minor version on every node"},
+	} {
+		seen := map[string][]string{}
+		var missing []string
+		for _, n := range nodes {
+			v := what.get(n.Facts)
+			if v == "" {
+				missing = append(missing, n.Name+" ("+n.SSHHost+")")
+				continue
+			}
+			seen[v] = append(seen[v], n.Name)
+		}
+		if len(missing) > 0 {
+			out = append(out, Diagnostic{Summary: what.name + " not found on a node",
+				Detail: fmt.Sprintf("%s was not found on %s. Install it, or point runtime.host.ray_command at it.", what.name, strings.Join(missing, ", "))})
+		}
+		if len(seen) > 1 {
+			var parts []string
+			for _, v := range sortedKeys(seen) {
+				parts = append(parts, fmt.Sprintf("%s on %s", v, strings.Join(seen[v], ", ")))
+			}
+			out = append(out, Diagnostic{Summary: what.name + " versions differ across nodes",
+				Detail: fmt.Sprintf("%s %s. Ray refuses to join nodes whose versions differ. Fix: %s.", what.name, strings.Join(parts, "; "), what.fix)})
+		}
+	}
+	return out
+}
+
+// InterfaceVars are the env variables that name a network interface.
+var InterfaceVars = []string{"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "UCX_NET_DEVICES"}
+
+// Interfaces (D9): interface names in env must exist on every node and
+// carry that node's registered IP, or NCCL/Gloo traffic goes elsewhere.
+// Values may be comma lists; NCCL's "^" (exclude) and "=" (exact) prefixes
+// are understood; UCX's "mlx5_0:1" device names are not interfaces and
+// are skipped.
+func Interfaces(env map[string]string, nodes []Node, registered map[string]string) []Diagnostic {
+	var out []Diagnostic
+	for _, v := range InterfaceVars {
+		val, ok := env[v]
+		if !ok || val == "" || strings.HasPrefix(val, "^") {
+			continue
+		}
+		for _, name := range strings.Split(strings.TrimPrefix(val, "="), ",") {
+			name = strings.TrimSpace(name)
+			if name == "" || strings.Contains(name, ":") || name == "all" {
+				continue
+			}
+			for _, n := range nodes {
+				iface, found := findInterface(n.Facts, name)
+				ip := registered[n.Name]
+				switch {
+				case !found:
+					out = append(out, Diagnostic{Node: n.Name, Attr: []string{"env"},
+						Summary: "Interface named in env does not exist",
+						Detail: fmt.Sprintf("env %s = %q, but %s (%s) has no interface %q (its interfaces: %s). "+
+							"Use an interface that exists on every node with the same name, or set the variable per node.",
+							v, val, n.Name, n.SSHHost, name, ifaceNames(n.Facts))})
+				case ip != "" && !carries(iface, ip):
+					out = append(out, Diagnostic{Node: n.Name, Attr: []string{"env"},
+						Summary: "Interface named in env does not carry the node's Ray address",
+						Detail: fmt.Sprintf("env %s = %q, but on %s (%s) interface %s carries %s, not %s, the address Ray registers "+
+							"for that node. Collective traffic would run on another network than Ray's. Name the interface "+
+							"that carries %s, or set node_ip to an address on %s.",
+							v, val, n.Name, n.SSHHost, name, prefixes(iface), ip, ip, name)})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// GPUs: num_gpus must not exceed the GPUs nvidia-smi lists, where it exists.
+func GPUs(n Node) []Diagnostic {
+	if n.NumGPUs == nil || !n.Facts.HasNvidiaSMI || *n.NumGPUs <= int64(n.Facts.GPUCount) {
+		return nil
+	}
+	return []Diagnostic{{Node: n.Name, Attr: n.attr("num_gpus"),
+		Summary: "num_gpus exceeds the node's GPUs",
+		Detail: fmt.Sprintf("%s (%s): num_gpus = %d, but nvidia-smi lists %d GPU(s). Ray would advertise GPUs that do not "+
+			"exist and tasks placed on them would fail. Set num_gpus to at most %d, or leave it unset to let Ray count them.",
+			n.Name, n.SSHHost, *n.NumGPUs, n.Facts.GPUCount, n.Facts.GPUCount)}}
+}
+
+// GCSPortFree (D12): before a head starts, nothing may listen on the GCS
+// port: a stale Ray (gcs_server) or another program would make `ray start
+// --head` fail or, worse, workers join the wrong cluster.
+func GCSPortFree(head Node, port int) []Diagnostic {
+	if len(head.Facts.Listeners) == 0 {
+		return nil
+	}
+	holders := strings.Join(head.Facts.Listeners, ", ")
+	fix := "stop that program or choose another gcs_port"
+	if strings.Contains(holders, "gcs_server") {
+		fix = "a Ray cluster this resource does not manage is running there: stop it (`ray stop` on the head) or import it " +
+			"(terraform import <address> " + head.SSHHost + ")"
+	}
+	return []Diagnostic{{Node: head.Name, Attr: []string{"gcs_port"},
+		Summary: "GCS port is already in use on the head",
+		Detail:  fmt.Sprintf("gcs_port = %d is held on the head (%s) by %s: %s.", port, head.SSHHost, holders, fix)}}
+}
+
+func findNode(nodes []Node, name string) Node {
+	for _, n := range nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return Node{Name: name}
+}
+
+func findInterface(f nodefacts.Facts, name string) (nodefacts.Interface, bool) {
+	for _, i := range f.Interfaces {
+		if i.Name == name {
+			return i, true
+		}
+	}
+	return nodefacts.Interface{}, false
+}
+
+func carries(i nodefacts.Interface, ip string) bool {
+	for _, a := range i.Addresses {
+		if a.Addr().String() == ip {
+			return true
+		}
+	}
+	return false
+}
+
+func prefixes(i nodefacts.Interface) string {
+	if len(i.Addresses) == 0 {
+		return "no address"
+	}
+	var s []string
+	for _, a := range i.Addresses {
+		s = append(s, a.String())
+	}
+	return strings.Join(s, ", ")
+}
+
+func ifaceNames(f nodefacts.Facts) string {
+	var s []string
+	for _, i := range f.Interfaces {
+		s = append(s, i.Name)
+	}
+	return strings.Join(s, ", ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

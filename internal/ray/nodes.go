@@ -1,0 +1,128 @@
+package ray
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// NodesScript prints Ray's registered node table as one JSON line after
+// "@@nodes". Its argument is the GCS address (ip:port). It reads the GCS
+// directly (about half the time of attaching a driver), falls back to
+// ray.nodes() where the internal client differs, and reports a GCS that
+// does not answer as {"gcs": "down"} rather than failing, so the provider
+// can tell "cluster gone" from "cannot tell". Works with the minimal `ray`.
+const NodesScript = `
+import json, socket, sys
+addr = sys.argv[1]
+host, port = addr.rsplit(":", 1)
+try:
+    socket.create_connection((host, int(port)), timeout=3).close()
+except OSError as e:
+    print("@@nodes " + json.dumps({"gcs": "down", "error": str(e)}))
+    sys.exit(0)
+import ray
+nodes = []
+try:
+    from ray._raylet import GcsClient
+    info = GcsClient(address=addr).get_all_node_info(timeout=15)
+    for v in info.values():
+        state = v.DESCRIPTOR.fields_by_name["state"].enum_type.values_by_number[v.state].name
+        nodes.append({"id": v.node_id.hex(), "alive": state == "ALIVE", "ip": v.node_manager_address,
+                      "hostname": v.node_manager_hostname, "is_head": bool(v.is_head_node),
+                      "resources": dict(v.resources_total), "labels": dict(v.labels)})
+except (ImportError, AttributeError, TypeError):
+    ray.init(address=addr, logging_level="ERROR", log_to_driver=False)
+    for n in ray.nodes():
+        res = n.get("Resources") or {}
+        nodes.append({"id": n["NodeID"], "alive": bool(n["Alive"]), "ip": n["NodeManagerAddress"],
+                      "hostname": n.get("NodeManagerHostname", ""), "is_head": "node:__internal_head__" in res,
+                      "resources": res, "labels": n.get("Labels") or {}})
+    ray.shutdown()
+print("@@nodes " + json.dumps({"gcs": "up", "ray_version": ray.__version__, "nodes": nodes}))
+`
+
+// Node is one row of Ray's node table.
+type Node struct {
+	ID        string             `json:"id"`
+	Alive     bool               `json:"alive"`
+	IP        string             `json:"ip"` // NodeManagerAddress: what Ray registered
+	Hostname  string             `json:"hostname"`
+	IsHead    bool               `json:"is_head"`
+	Resources map[string]float64 `json:"resources"`
+	Labels    map[string]string  `json:"labels"`
+}
+
+// Table is Ray's registered node table as seen from the head.
+type Table struct {
+	GCSUp      bool
+	GCSError   string
+	RayVersion string
+	Nodes      []Node
+}
+
+// ParseNodes reads NodesScript's output.
+func ParseNodes(out string) (Table, error) {
+	for _, line := range strings.Split(out, "\n") {
+		raw, ok := strings.CutPrefix(line, "@@nodes ")
+		if !ok {
+			continue
+		}
+		var v struct {
+			GCS        string `json:"gcs"`
+			Error      string `json:"error"`
+			RayVersion string `json:"ray_version"`
+			Nodes      []Node `json:"nodes"`
+		}
+		if err := json.Unmarshal([]byte(raw), &v); err != nil {
+			return Table{}, fmt.Errorf("parse Ray node table: %w", err)
+		}
+		return Table{GCSUp: v.GCS == "up", GCSError: v.Error, RayVersion: v.RayVersion, Nodes: v.Nodes}, nil
+	}
+	return Table{}, fmt.Errorf("no Ray node table in the output: %q", tail(out))
+}
+
+// Alive returns the alive node registered under ip, if any. Dead rows of
+// an earlier incarnation with the same IP are skipped.
+func (t Table) Alive(ip string) (Node, bool) {
+	for _, n := range t.Nodes {
+		if n.Alive && n.IP == ip {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// Head returns the alive head node.
+func (t Table) Head() (Node, bool) {
+	for _, n := range t.Nodes {
+		if n.Alive && n.IsHead {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// Labels lists "node:<ip>" resources of alive nodes: the labels vLLM's
+// placement group can pin bundle 0 to.
+func (t Table) NodeLabels() []string {
+	var out []string
+	for _, n := range t.Nodes {
+		if !n.Alive {
+			continue
+		}
+		for k := range n.Resources {
+			if strings.HasPrefix(k, "node:") && k != "node:__internal_head__" {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+func tail(s string) string {
+	if len(s) > 300 {
+		return "…" + s[len(s)-300:]
+	}
+	return s
+}

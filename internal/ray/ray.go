@@ -1,0 +1,106 @@
+// Package ray builds the commands that start and stop Ray on a node and
+// reads Ray's registered node table. Everything here is pure: argv in,
+// argv out; output in, structs out. Running them is the caller's business.
+package ray
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// StartOptions describe one `ray start`.
+type StartOptions struct {
+	RayCommand    string // default "ray"
+	Head          bool
+	HeadAddress   string // workers: <head registered ip>:<gcs port>
+	GCSPort       int    // head
+	NodeIP        string // --node-ip-address; "" lets Ray detect it
+	NumGPUs       *int64
+	Resources     map[string]float64
+	Labels        map[string]string
+	DashboardHost string // head
+	Env           map[string]string
+	ExtraArgs     []string
+}
+
+// StartArgv is the argv of one `ray start`, wrapped in `env` so the Ray
+// processes inherit Env (vLLM's worker actors read VLLM_HOST_IP and the
+// *_SOCKET_IFNAME variables from there). Keys are sorted so the command is
+// stable.
+func StartArgv(o StartOptions) ([]string, error) {
+	ray := o.RayCommand
+	if ray == "" {
+		ray = "ray"
+	}
+	argv := []string{"env"}
+	for _, k := range sortedKeys(o.Env) {
+		if k == "" || strings.ContainsAny(k, "= \t\n") {
+			return nil, fmt.Errorf("env key %q is not a valid variable name", k)
+		}
+		argv = append(argv, k+"="+o.Env[k])
+	}
+	argv = append(argv, ray, "start")
+	if o.Head {
+		argv = append(argv, "--head", "--port", strconv.Itoa(o.GCSPort))
+		if o.DashboardHost != "" {
+			argv = append(argv, "--dashboard-host", o.DashboardHost)
+		}
+	} else {
+		if o.HeadAddress == "" {
+			return nil, fmt.Errorf("a worker needs the head address")
+		}
+		argv = append(argv, "--address", o.HeadAddress)
+	}
+	if o.NodeIP != "" {
+		argv = append(argv, "--node-ip-address", o.NodeIP)
+	}
+	if o.NumGPUs != nil {
+		argv = append(argv, "--num-gpus", strconv.FormatInt(*o.NumGPUs, 10))
+	}
+	if len(o.Resources) > 0 {
+		b, err := json.Marshal(o.Resources)
+		if err != nil {
+			return nil, err
+		}
+		argv = append(argv, "--resources", string(b))
+	}
+	if len(o.Labels) > 0 {
+		b, err := json.Marshal(o.Labels)
+		if err != nil {
+			return nil, err
+		}
+		argv = append(argv, "--labels", string(b))
+	}
+	argv = append(argv, "--disable-usage-stats")
+	return append(argv, o.ExtraArgs...), nil
+}
+
+// StopArgv stops every Ray process on the node and then checks none is left.
+func StopArgv(rayCommand string) []string {
+	if rayCommand == "" {
+		rayCommand = "ray"
+	}
+	return []string{"sh", "-c", `"$1" stop --grace-period 10 >/dev/null 2>&1
+for i in 1 2 3 4 5 6 7 8 9 10; do
+  pgrep -x raylet >/dev/null || pgrep -x gcs_server >/dev/null || exit 0
+  sleep 1
+done
+"$1" stop --force >/dev/null 2>&1
+sleep 1
+left=$(pgrep -a -x raylet; pgrep -a -x gcs_server)
+[ -z "$left" ] && exit 0
+echo "Ray processes still running after ray stop --force: $left" >&2
+exit 1`, "sh", rayCommand}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
