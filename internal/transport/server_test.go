@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/pem"
+	"errors"
 	"io"
 	"net"
 	"os/exec"
@@ -156,7 +157,8 @@ func (s *testServer) session(nc ssh.NewChannel) {
 		status := uint32(0)
 		if err != nil {
 			status = 255
-			if ee, ok := err.(*exec.ExitError); ok {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
 				if ws, ok := ee.Sys().(syscall.WaitStatus); ok {
 					status = uint32(ws.ExitStatus())
 				}
