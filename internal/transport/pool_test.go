@@ -36,7 +36,7 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) trust(t *testing.T, s *testServer) {
 	t.Helper()
-	line := knownhosts.Line([]string{knownhosts.Normalize(s.endpoint().addr())}, s.hostKey.PublicKey())
+	line := knownhosts.Line([]string{knownhosts.Normalize(s.endpoint().addr())}, s.hostKey().PublicKey())
 	fh, err := os.OpenFile(f.known, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestStrictRefusesUnknownHost(t *testing.T) {
 	if hk.Problem != HostKeyUnknown {
 		t.Fatalf("problem = %s, want unknown", hk.Problem)
 	}
-	fp := ssh.FingerprintSHA256(f.srv.hostKey.PublicKey())
+	fp := ssh.FingerprintSHA256(f.srv.hostKey().PublicKey())
 	for _, want := range []string{f.srv.endpoint().addr(), "ssh-ed25519", fp, "accept-new", "ssh-keyscan"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not name %q:\n%v", want, err)
@@ -120,7 +120,7 @@ func TestStrictAcceptsKnownHostAndRefusesChangedKey(t *testing.T) {
 		t.Fatalf("echo = %q", got)
 	}
 	// The same address now presents another key: a reinstalled node, or worse.
-	f.srv.hostKey = newSigner(t)
+	f.srv.setHostKey(newSigner(t))
 	_, err = f.pool(t, nil).Get(context.Background(), f.srv.endpoint())
 	if hk := hostKeyErr(t, err); hk.Problem != HostKeyChanged {
 		t.Fatalf("problem = %s, want changed", hk.Problem)
@@ -150,7 +150,7 @@ func TestAcceptNewRecordsThenRefusesChange(t *testing.T) {
 	if _, err := f.pool(t, nil).Get(context.Background(), f.srv.endpoint()); err != nil {
 		t.Fatal(err)
 	}
-	f.srv.hostKey = newSigner(t)
+	f.srv.setHostKey(newSigner(t))
 	_, err = f.pool(t, acceptNew).Get(context.Background(), f.srv.endpoint())
 	if hk := hostKeyErr(t, err); hk.Problem != HostKeyChanged {
 		t.Fatalf("problem = %s, want changed", hk.Problem)
@@ -164,7 +164,7 @@ func TestInsecureChecksNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.HostKeyFingerprint() != ssh.FingerprintSHA256(f.srv.hostKey.PublicKey()) {
+	if c.HostKeyFingerprint() != ssh.FingerprintSHA256(f.srv.hostKey().PublicKey()) {
 		t.Fatal("fingerprint of the presented key not recorded")
 	}
 }

@@ -23,7 +23,7 @@ import (
 type testServer struct {
 	t        testing.TB
 	ln       net.Listener
-	hostKey  ssh.Signer
+	key      atomic.Pointer[ssh.Signer] // swapped by tests while the server runs
 	clientPK ssh.PublicKey
 
 	silentKeepalive atomic.Bool  // stop answering keepalives
@@ -60,7 +60,8 @@ func newTestServer(t testing.TB, client ssh.PublicKey) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &testServer{t: t, ln: ln, hostKey: newSigner(t), clientPK: client}
+	s := &testServer{t: t, ln: ln, clientPK: client}
+	s.setHostKey(newSigner(t))
 	t.Cleanup(func() { ln.Close() })
 	go s.serve()
 	return s
@@ -71,8 +72,12 @@ func (s *testServer) endpoint() Endpoint {
 	return Endpoint{Host: "127.0.0.1", Port: a.Port, User: "ops"}
 }
 
+func (s *testServer) hostKey() ssh.Signer { return *s.key.Load() }
+
+func (s *testServer) setHostKey(k ssh.Signer) { s.key.Store(&k) }
+
 func (s *testServer) hostKeyLine() string {
-	return string(ssh.MarshalAuthorizedKey(s.hostKey.PublicKey()))
+	return string(ssh.MarshalAuthorizedKey(s.hostKey().PublicKey()))
 }
 
 func (s *testServer) serve() {
@@ -94,7 +99,7 @@ func (s *testServer) handle(c net.Conn) {
 			return nil, io.EOF
 		},
 	}
-	cfg.AddHostKey(s.hostKey)
+	cfg.AddHostKey(s.hostKey())
 	sc, chans, reqs, err := ssh.NewServerConn(c, cfg)
 	if err != nil {
 		c.Close()
