@@ -321,3 +321,35 @@ func Down(ctx context.Context, log func(string, ...any)) error {
 	log("lab down (images kept as a build cache; `docker image rm` them by label %s to reclaim space)", labLabel)
 	return nil
 }
+
+// Exec runs argv inside a lab node's container (for tests that look at the
+// node itself, beside the provider's SSH view) and returns its stdout.
+func Exec(ctx context.Context, n Node, argv ...string) (string, error) {
+	return docker(ctx, nil, append([]string{"exec", n.Container}, argv...)...)
+}
+
+// Disconnect takes a node off one of the lab networks; Connect puts it back
+// with its fixed address.
+func Disconnect(ctx context.Context, n Node, network string) error {
+	_, err := docker(ctx, nil, "network", "disconnect", network, n.Container)
+	return err
+}
+
+// Connect reattaches a node to a lab network at its fixed address.
+func Connect(ctx context.Context, n Node, network string) error {
+	ip := n.FabricIP
+	if network == ExternalNetwork {
+		ip = n.ExternalIP
+	}
+	_, err := docker(ctx, nil, "network", "connect", "--ip", ip, network, n.Container)
+	return err
+}
+
+// Restart restarts a node's container: every process on it is gone, as
+// after a reboot; sshd and its host key come back.
+func Restart(ctx context.Context, n Node) error {
+	if _, err := docker(ctx, nil, "restart", "-t", "2", n.Container); err != nil {
+		return err
+	}
+	return waitHostKey(ctx, &n)
+}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/lab-infra/terraform-provider-spark/internal/datasources"
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
+	"github.com/lab-infra/terraform-provider-spark/internal/resources"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
@@ -295,7 +296,7 @@ func expandHome(p string) string {
 }
 
 func (p *sparkProvider) Resources(context.Context) []func() resource.Resource {
-	return nil
+	return []func() resource.Resource{resources.NewRayCluster}
 }
 
 func (p *sparkProvider) DataSources(context.Context) []func() datasource.DataSource {

@@ -1,0 +1,386 @@
+// Package raycluster stands a Ray cluster up on nodes reached over SSH and
+// reads it back: facts and predictions for the plan, locks, start, stop,
+// and the registered node table. It knows nothing of Terraform; the
+// resource in internal/resources turns its results into state and
+// diagnostics.
+package raycluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
+	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
+	"github.com/lab-infra/terraform-provider-spark/internal/ray"
+	"github.com/lab-infra/terraform-provider-spark/internal/runtime"
+	"github.com/lab-infra/terraform-provider-spark/internal/transport"
+)
+
+// HeadName names the head among nodes; workers go by their map key.
+const HeadName = "head"
+
+// NodeSpec is one planned node.
+type NodeSpec struct {
+	Name      string
+	Path      []string // attribute path, for diagnostics
+	Endpoint  transport.Endpoint
+	NodeIP    string
+	NumGPUs   *int64
+	Resources map[string]float64
+	Labels    map[string]string
+}
+
+// Spec is the whole planned cluster.
+type Spec struct {
+	Head          NodeSpec
+	Workers       map[string]NodeSpec
+	Runtime       runtime.Runtime
+	GCSPort       int
+	Env           map[string]string
+	StartArgs     []string
+	DashboardHost string
+}
+
+// WorkerNames are the worker keys, sorted.
+func (s Spec) WorkerNames() []string {
+	names := make([]string, 0, len(s.Workers))
+	for k := range s.Workers {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Manager runs cluster operations through a shared SSH pool.
+type Manager struct {
+	Pool *transport.Pool
+}
+
+func (m *Manager) run(ctx context.Context, e transport.Endpoint, step string, argv []string) (*transport.Result, error) {
+	c, err := m.Pool.Get(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	return c.Run(ctx, transport.Cmd{Step: step, Argv: argv})
+}
+
+// facts reads one node's facts through the runtime, in one round trip.
+func (m *Manager) facts(ctx context.Context, s Spec, n NodeSpec, routeTo, listenPort, tcp string) (nodefacts.Facts, error) {
+	argv := transport.Script(nodefacts.Script, s.Runtime.Ray(), "", routeTo, listenPort, tcp)
+	if s.Runtime.Container != nil {
+		// The container shares the host's network namespace; read the
+		// versions where Ray runs, the network from the host. One script
+		// serves both: run it in the container when it is up, else on the host.
+		argv = []string{"sh", "-c", `if docker inspect -f '{{.State.Running}}' "$1" 2>/dev/null | grep -q true; then shift; exec docker exec "$@"; fi; shift 2; exec "$@"`,
+			"sh", s.Runtime.Container.Name, s.Runtime.Container.Name}
+		argv = append(argv, transport.Script(nodefacts.Script, s.Runtime.Ray(), "", routeTo, listenPort, tcp)...)
+	}
+	res, err := m.run(ctx, n.Endpoint, "read node facts", argv)
+	if err != nil {
+		return nodefacts.Facts{}, err
+	}
+	f, err := nodefacts.Parse(string(res.Stdout))
+	if err != nil {
+		return f, fmt.Errorf("%s: %w", n.Endpoint.Host, err)
+	}
+	return f, nil
+}
+
+// Plan is what the plan needs: every node's predicted registered IP, and
+// the findings of the preflight rules.
+type Plan struct {
+	HeadIP      string
+	Registered  map[string]string // node name -> IP Ray will register
+	Hostnames   map[string]string // node name -> kernel hostname (Ray's NodeManagerHostname)
+	Addresses   map[string][]string
+	RayVersion  string
+	Diagnostics []preflight.Diagnostic
+}
+
+// PlanOptions say what is already running, which changes the checks.
+type PlanOptions struct {
+	HeadRunning bool              // the head is ours and up: its GCS port is expected to be held, workers can probe it
+	Known       map[string]string // nodes already registered (name -> IP): their IP is fact, not prediction
+}
+
+// PlanCluster reads every node (head first, then workers in parallel, one
+// SSH command each) and runs the preflight rules on what it found.
+func (m *Manager) PlanCluster(ctx context.Context, s Spec, o PlanOptions) (*Plan, error) {
+	listen := ""
+	if !o.HeadRunning {
+		listen = strconv.Itoa(s.GCSPort)
+	}
+	hf, err := m.facts(ctx, s, s.Head, "", listen, "")
+	if err != nil {
+		return nil, err
+	}
+	head := preflight.Node{Name: HeadName, Path: s.Head.Path, SSHHost: s.Head.Endpoint.Host, NodeIP: s.Head.NodeIP, NumGPUs: s.Head.NumGPUs, Facts: hf}
+	p := &Plan{Registered: map[string]string{}, RayVersion: hf.RayVersion,
+		Hostnames: map[string]string{HeadName: hf.Hostname}, Addresses: map[string][]string{HeadName: addrs(hf)}}
+	headIP, diags := preflight.PredictHeadIP(head)
+	if ip, ok := o.Known[HeadName]; ok {
+		headIP = ip
+	}
+	p.Diagnostics = append(p.Diagnostics, diags...)
+	p.Diagnostics = append(p.Diagnostics, preflight.NodeIPBound(head)...)
+	p.Diagnostics = append(p.Diagnostics, preflight.GPUs(head)...)
+	if !o.HeadRunning {
+		p.Diagnostics = append(p.Diagnostics, preflight.GCSPortFree(head, s.GCSPort)...)
+	}
+	p.HeadIP = headIP
+	p.Registered[HeadName] = headIP
+	nodes := []preflight.Node{head}
+	if headIP == "" {
+		return p, nil
+	}
+
+	names := s.WorkerNames()
+	workers := make([]preflight.Node, len(names))
+	errs := make([]error, len(names))
+	tcp := ""
+	if o.HeadRunning {
+		tcp = net.JoinHostPort(headIP, strconv.Itoa(s.GCSPort))
+	}
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := s.Workers[name]
+			f, err := m.facts(ctx, s, w, headIP, "", tcp)
+			errs[i] = err
+			workers[i] = preflight.Node{Name: name, Path: w.Path, SSHHost: w.Endpoint.Host, NodeIP: w.NodeIP, NumGPUs: w.NumGPUs, Facts: f}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, w := range workers {
+		ip, diags := preflight.PredictWorkerIP(w, headIP)
+		if known, ok := o.Known[w.Name]; ok {
+			ip = known
+		}
+		p.Registered[w.Name] = ip
+		p.Hostnames[w.Name] = w.Facts.Hostname
+		p.Addresses[w.Name] = addrs(w.Facts)
+		p.Diagnostics = append(p.Diagnostics, diags...)
+		p.Diagnostics = append(p.Diagnostics, preflight.NodeIPBound(w)...)
+		p.Diagnostics = append(p.Diagnostics, preflight.GPUs(w)...)
+		p.Diagnostics = append(p.Diagnostics, preflight.WorkerReachesHead(w, headIP, s.GCSPort)...)
+		nodes = append(nodes, w)
+	}
+	p.Diagnostics = append(p.Diagnostics, preflight.UniqueIPs(nodes, p.Registered)...)
+	p.Diagnostics = append(p.Diagnostics, preflight.SameVersions(nodes)...)
+	p.Diagnostics = append(p.Diagnostics, preflight.Interfaces(s.Env, nodes, p.Registered)...)
+	return p, nil
+}
+
+// lockScript holds an flock on the node for as long as the provider keeps
+// the session open; a crashed provider drops the connection and the lock.
+const lockScript = `lock="${TMPDIR:-/tmp}/terraform-provider-spark.lock"
+exec 9>>"$lock"
+if ! flock -n 9; then
+  echo "another terraform-provider-spark operation holds the lock on this node: $(cat "$lock.holder" 2>/dev/null || echo unknown holder)" >&2
+  exit 73
+fi
+printf '%s\n' "$1" > "$lock.holder"
+echo locked
+cat >/dev/null
+rm -f "$lock.holder"`
+
+// Holder describes this provider process, for whoever finds the lock held.
+func Holder() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("terraform-provider-spark pid %d on %s since %s", os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))
+}
+
+// Lock takes the node lock on every endpoint (in a fixed order, so two
+// operations never wait on each other) and returns the release. It fails
+// fast when another operation holds a lock, naming the holder.
+func (m *Manager) Lock(ctx context.Context, holder string, endpoints ...transport.Endpoint) (func(), error) {
+	sort.Slice(endpoints, func(i, j int) bool { return endpoints[i].Host < endpoints[j].Host })
+	var held []*transport.Held
+	release := func() {
+		for _, h := range held {
+			h.Release()
+		}
+	}
+	seen := map[string]bool{}
+	for _, e := range endpoints {
+		if seen[e.Host] {
+			continue
+		}
+		seen[e.Host] = true
+		c, err := m.Pool.Get(ctx, e)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		h, err := c.Hold(ctx, transport.Cmd{Step: "lock node", Argv: transport.Script(lockScript, holder)}, "locked")
+		if err != nil {
+			release()
+			return nil, err
+		}
+		held = append(held, h)
+	}
+	return release, nil
+}
+
+// Table reads Ray's node table through the head.
+func (m *Manager) Table(ctx context.Context, s Spec, gcsAddr string) (ray.Table, error) {
+	argv := s.Runtime.Wrap([]string{"sh", "-c", `ray=$1; shift
+rp=$(command -v -- "$ray" 2>/dev/null) && py=$(head -n 1 -- "$rp" | sed -n 's/^#![[:space:]]*\([^[:space:]]*\).*/\1/p')
+case "$py" in */env|"") py=python3 ;; esac
+exec "$py" -c "$@"`, "sh", s.Runtime.Ray(), ray.NodesScript, gcsAddr}, false)
+	res, err := m.run(ctx, s.Head.Endpoint, "read Ray node table", argv)
+	if err != nil {
+		return ray.Table{}, err
+	}
+	return ray.ParseNodes(string(res.Stdout))
+}
+
+// EnsureRuntime starts the node's container when the runtime has one.
+func (m *Manager) EnsureRuntime(ctx context.Context, s Spec, n NodeSpec) error {
+	if argv := s.Runtime.EnsureArgv(); argv != nil {
+		_, err := m.run(ctx, n.Endpoint, "start runtime container", argv)
+		return err
+	}
+	return nil
+}
+
+// Start runs `ray start` for one node. Processes are started in their own
+// session with no terminal, so they outlive the SSH session.
+func (m *Manager) Start(ctx context.Context, s Spec, n NodeSpec, headIP string) error {
+	if err := m.EnsureRuntime(ctx, s, n); err != nil {
+		return err
+	}
+	o := ray.StartOptions{RayCommand: s.Runtime.Ray(), NodeIP: n.NodeIP, NumGPUs: n.NumGPUs, Resources: n.Resources,
+		Labels: n.Labels, Env: s.Env, ExtraArgs: s.StartArgs}
+	step := "start Ray worker " + n.Name
+	if n.Name == HeadName {
+		o.Head, o.GCSPort, o.DashboardHost = true, s.GCSPort, s.DashboardHost
+		step = "start Ray head"
+	} else {
+		o.HeadAddress = net.JoinHostPort(headIP, strconv.Itoa(s.GCSPort))
+	}
+	argv, err := ray.StartArgv(o)
+	if err != nil {
+		return err
+	}
+	_, err = m.run(ctx, n.Endpoint, step, s.Runtime.Wrap(append([]string{"setsid", "-w"}, argv...), false))
+	return err
+}
+
+// Stop stops Ray on one node (and removes its container), and verifies no
+// raylet or gcs_server is left.
+func (m *Manager) Stop(ctx context.Context, s Spec, n NodeSpec) error {
+	if argv := s.Runtime.RemoveArgv(); argv != nil {
+		_, err := m.run(ctx, n.Endpoint, "remove runtime container on "+n.Name, argv)
+		return err
+	}
+	_, err := m.run(ctx, n.Endpoint, "stop Ray on "+n.Name, ray.StopArgv(s.Runtime.Ray()))
+	return err
+}
+
+// RegistrationError says Ray registered a node under another address than
+// the plan predicted, or not at all.
+type RegistrationError struct {
+	Node, Want string
+	Got        []string
+	Waited     time.Duration
+}
+
+func (e *RegistrationError) Error() string {
+	if len(e.Got) == 0 {
+		return fmt.Sprintf("Ray did not register %s as %s within %s", e.Node, e.Want, e.Waited.Round(time.Second))
+	}
+	return fmt.Sprintf("Ray registered %s as %s, not %s as planned: the node's address detection disagreed with the "+
+		"prediction. Set node_ip on %s to the address you want Ray to use", e.Node, strings.Join(e.Got, ", "), e.Want, e.Node)
+}
+
+// WaitRegistered polls the node table until every wanted node (name -> IP)
+// is alive under its IP. A node whose hostname shows up alive under
+// another IP fails at once.
+func (m *Manager) WaitRegistered(ctx context.Context, s Spec, gcsAddr string, want map[string]string, hostnames map[string]string) (ray.Table, error) {
+	start := time.Now()
+	var last ray.Table
+	var lastErr error
+	for {
+		t, err := m.Table(ctx, s, gcsAddr)
+		if err == nil && t.GCSUp {
+			last = t
+			missing := ""
+			for name, ip := range want {
+				if _, ok := t.Alive(ip); ok {
+					continue
+				}
+				missing = name
+				for _, n := range t.Nodes {
+					if n.Alive && hostnames[name] != "" && n.Hostname == hostnames[name] && n.IP != ip {
+						return t, &RegistrationError{Node: name, Want: ip, Got: []string{n.IP}}
+					}
+				}
+			}
+			if missing == "" {
+				return t, nil
+			}
+			lastErr = &RegistrationError{Node: missing, Want: want[missing], Waited: time.Since(start)}
+		} else if err != nil {
+			lastErr = err
+		} else {
+			lastErr = fmt.Errorf("the head's GCS at %s does not answer: %s", gcsAddr, t.GCSError)
+		}
+		select {
+		case <-ctx.Done():
+			if lastErr == nil {
+				lastErr = ctx.Err()
+			}
+			return last, fmt.Errorf("%w (gave up: %v)", lastErr, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func addrs(f nodefacts.Facts) []string {
+	var out []string
+	for _, i := range f.Interfaces {
+		for _, a := range i.Addresses {
+			out = append(out, a.Addr().String())
+		}
+	}
+	return out
+}
+
+// CurrentCluster reads the GCS address the head's Ray recorded
+// (<temp dir>/ray/ray_current_cluster): how an import finds the cluster.
+func (m *Manager) CurrentCluster(ctx context.Context, s Spec) (string, error) {
+	res, err := m.run(ctx, s.Head.Endpoint, "find the running Ray cluster",
+		s.Runtime.Wrap([]string{"sh", "-c", `cat "${TMPDIR:-/tmp}/ray/ray_current_cluster"`}, false))
+	if err != nil {
+		return "", fmt.Errorf("no Ray cluster found on the head (%w): start one, or create it with this resource", err)
+	}
+	addr := strings.TrimSpace(string(res.Stdout))
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return "", fmt.Errorf("ray_current_cluster on the head holds %q, not ip:port", addr)
+	}
+	return addr, nil
+}
+
+// NodeAddresses lists a node's addresses (to match a node reached by SSH
+// with a row of Ray's node table).
+func (m *Manager) NodeAddresses(ctx context.Context, s Spec, n NodeSpec) ([]string, error) {
+	f, err := m.facts(ctx, s, n, "", "", "")
+	if err != nil {
+		return nil, err
+	}
+	return addrs(f), nil
+}

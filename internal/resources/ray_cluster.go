@@ -1,0 +1,564 @@
+package resources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
+	"github.com/lab-infra/terraform-provider-spark/internal/ray"
+	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
+	"github.com/lab-infra/terraform-provider-spark/internal/transport"
+)
+
+var (
+	_ resource.ResourceWithModifyPlan  = (*rayClusterResource)(nil)
+	_ resource.ResourceWithImportState = (*rayClusterResource)(nil)
+	_ resource.ResourceWithConfigure   = (*rayClusterResource)(nil)
+)
+
+// NewRayCluster is the spark_ray_cluster resource.
+func NewRayCluster() resource.Resource { return &rayClusterResource{} }
+
+type rayClusterResource struct {
+	mgr *raycluster.Manager
+}
+
+func (r *rayClusterResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_ray_cluster"
+}
+
+func (r *rayClusterResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	data, diags := providerdata.From(req.ProviderData)
+	resp.Diagnostics.Append(diags...)
+	if data != nil {
+		r.mgr = &raycluster.Manager{Pool: data.Pool}
+	}
+}
+
+// ModifyPlan reads every node before anything starts: it predicts the IP
+// Ray will register for each node (planned as a known value) and turns the
+// preflight rules' findings into diagnostics.
+func (r *rayClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || r.mgr == nil {
+		return // destroy, or the provider could not be configured (it said why)
+	}
+	var plan clusterModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || plan.hasUnknown() {
+		return // values from resources not yet created: the same checks run at apply
+	}
+	var state *clusterModel
+	if !req.State.Raw.IsNull() {
+		state = &clusterModel{}
+		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+	}
+	creating := state == nil || len(resp.RequiresReplace) > 0
+	spec, diags := plan.spec(ctx)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if plan.DashboardHost.ValueString() == "0.0.0.0" {
+		resp.Diagnostics.AddAttributeWarning(path.Root("dashboard_host"), "Ray dashboard exposed to the network",
+			"dashboard_host = \"0.0.0.0\": anyone who reaches the head's port 8265 can submit jobs that run as the Ray user on every node. "+
+				"Keep the default 127.0.0.1 and use an SSH tunnel, unless the network is trusted.")
+	}
+	opts := raycluster.PlanOptions{Known: map[string]string{}}
+	if !creating {
+		opts.HeadRunning = state.Head.Alive.ValueBool()
+		opts.Known[raycluster.HeadName] = state.Head.RegisteredIP.ValueString()
+		for name, w := range plan.Workers {
+			if old, ok := state.Workers[name]; ok && old.Alive.ValueBool() && sameNode(old, w) {
+				opts.Known[name] = old.RegisteredIP.ValueString()
+			}
+		}
+	}
+	p, err := r.mgr.PlanCluster(ctx, spec, opts)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read the nodes for this plan", err.Error())
+		return
+	}
+	addPreflight(&resp.Diagnostics, p.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
+	plan.ID = plan.Head.SSHHost
+	plan.HeadAddress = types.StringValue(net.JoinHostPort(p.HeadIP, strconv.Itoa(spec.GCSPort)))
+	plan.RayVersion = types.StringValue(p.RayVersion)
+	planNode := func(name string, n *rayNodeModel, old *rayNodeModel, kept bool) {
+		n.RegisteredIP = types.StringValue(p.Registered[name])
+		n.Alive = types.BoolValue(true)
+		if kept {
+			n.NodeID = old.NodeID
+			if n.NumGPUs.IsUnknown() {
+				n.NumGPUs = old.NumGPUs
+			}
+			if n.Resources.IsUnknown() {
+				n.Resources = old.Resources
+			}
+			if n.Labels.IsUnknown() {
+				n.Labels = old.Labels
+			}
+		} else {
+			n.NodeID = types.StringUnknown()
+		}
+	}
+	var oldHead *rayNodeModel
+	if state != nil {
+		oldHead = state.Head
+	}
+	planNode(raycluster.HeadName, plan.Head, oldHead, !creating)
+	for name, w := range plan.Workers {
+		var old *rayNodeModel
+		if state != nil {
+			old = state.Workers[name]
+		}
+		_, kept := opts.Known[name]
+		if !creating && old != nil && !old.Alive.ValueBool() {
+			resp.Diagnostics.AddAttributeWarning(path.Root("workers").AtMapKey(name), "Ray worker is not alive",
+				fmt.Sprintf("worker %s is not alive in Ray's node table; apply will restart Ray on it and wait until it registers as %s.",
+					nodeNotAlive(name, old), p.Registered[name]))
+		}
+		planNode(name, w, old, kept)
+	}
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// sameNode: a worker whose Ray-facing settings did not change keeps running.
+func sameNode(a, b *rayNodeModel) bool {
+	return a.SSHHost.Equal(b.SSHHost) && a.NodeIP.Equal(b.NodeIP) &&
+		(b.NumGPUs.IsUnknown() || a.NumGPUs.Equal(b.NumGPUs)) &&
+		(b.Resources.IsUnknown() || a.Resources.Equal(b.Resources)) &&
+		(b.Labels.IsUnknown() || a.Labels.Equal(b.Labels))
+}
+
+func (r *rayClusterResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan clusterModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Create(ctx, 15*time.Minute)
+	resp.Diagnostics.Append(diags...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	spec, diags := plan.spec(ctx)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	// The same checks as the plan, now with every value known, before anything starts.
+	p, err := r.mgr.PlanCluster(ctx, spec, raycluster.PlanOptions{})
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read the nodes", err.Error())
+		return
+	}
+	addPreflight(&resp.Diagnostics, p.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	release, err := r.mgr.Lock(ctx, raycluster.Holder(), allEndpoints(spec)...)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot lock the nodes", err.Error())
+		return
+	}
+	defer release()
+
+	started := []raycluster.NodeSpec{}
+	rollback := func() {
+		// Nothing half-started: stop what this apply started, workers first.
+		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		for i := len(started) - 1; i >= 0; i-- {
+			if err := r.mgr.Stop(bg, spec, started[i]); err != nil {
+				tflog.Warn(ctx, "rollback: could not stop Ray", map[string]any{"node": started[i].Name, "error": err.Error()})
+			}
+		}
+	}
+	gcsAddr := net.JoinHostPort(p.HeadIP, strconv.Itoa(spec.GCSPort))
+	if err := r.mgr.Start(ctx, spec, spec.Head, ""); err != nil {
+		rollback()
+		resp.Diagnostics.AddAttributeError(path.Root("head"), "Cannot start the Ray head", err.Error())
+		return
+	}
+	started = append(started, spec.Head)
+	want := map[string]string{raycluster.HeadName: p.HeadIP}
+	if _, err := r.mgr.WaitRegistered(ctx, spec, gcsAddr, want, p.Hostnames); err != nil {
+		rollback()
+		resp.Diagnostics.AddAttributeError(path.Root("head"), "Ray head did not register as planned", err.Error())
+		return
+	}
+	if errs := r.startWorkers(ctx, spec, spec.WorkerNames(), p.HeadIP, true); len(errs) > 0 {
+		for _, name := range spec.WorkerNames() {
+			started = append(started, spec.Workers[name])
+		}
+		rollback()
+		for name, err := range errs {
+			resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(name), "Cannot start Ray worker", err.Error())
+		}
+		return
+	}
+	for _, name := range spec.WorkerNames() {
+		started = append(started, spec.Workers[name])
+		want[name] = p.Registered[name]
+	}
+	t, err := r.mgr.WaitRegistered(ctx, spec, gcsAddr, want, p.Hostnames)
+	if err != nil {
+		rollback()
+		var reg *raycluster.RegistrationError
+		summary := "Ray workers did not register as planned"
+		if errors.As(err, &reg) && reg.Node != raycluster.HeadName {
+			resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(reg.Node), summary, err.Error())
+		} else {
+			resp.Diagnostics.AddError(summary, err.Error())
+		}
+		return
+	}
+	resp.Diagnostics.Append(fill(&plan, t)...)
+	plan.ID = plan.Head.SSHHost
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// startWorkers starts Ray on the named workers in parallel. Any Ray already
+// on a worker is stopped first: the node is about to join this cluster, and
+// a raylet left from a cluster that is gone would hold its ports.
+func (r *rayClusterResource) startWorkers(ctx context.Context, spec raycluster.Spec, names []string, headIP string, clean bool) map[string]error {
+	var mu sync.Mutex
+	errs := map[string]error{}
+	var wg sync.WaitGroup
+	for _, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := spec.Workers[name]
+			var err error
+			if clean {
+				err = r.mgr.Stop(ctx, spec, w)
+			}
+			if err == nil {
+				err = r.mgr.Start(ctx, spec, w, headIP)
+			}
+			if err != nil {
+				mu.Lock()
+				errs[name] = err
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+func allEndpoints(specs ...raycluster.Spec) []transport.Endpoint {
+	var out []transport.Endpoint
+	for _, s := range specs {
+		out = append(out, s.Head.Endpoint)
+		for _, name := range s.WorkerNames() {
+			out = append(out, s.Workers[name].Endpoint)
+		}
+	}
+	return out
+}
+
+// fill copies Ray's node table into the model: nodes are matched by the IP
+// they registered.
+func fill(m *clusterModel, t ray.Table) diag.Diagnostics {
+	var diags diag.Diagnostics
+	m.RayVersion = types.StringValue(t.RayVersion)
+	m.HeadAddress = types.StringValue(m.gcsAddr())
+	if n, ok := t.Alive(m.Head.RegisteredIP.ValueString()); ok {
+		m.Head.observe(n)
+	} else {
+		m.Head.Alive = types.BoolValue(false)
+	}
+	for _, w := range m.Workers {
+		if n, ok := t.Alive(w.RegisteredIP.ValueString()); ok {
+			w.observe(n)
+			continue
+		}
+		w.Alive = types.BoolValue(false)
+		if w.NodeID.IsUnknown() {
+			w.NodeID = types.StringNull()
+		}
+		if w.NumGPUs.IsUnknown() {
+			w.NumGPUs = types.Int64Null()
+		}
+		if w.Resources.IsUnknown() {
+			w.Resources = types.MapNull(types.Float64Type)
+		}
+		if w.Labels.IsUnknown() {
+			w.Labels = types.MapNull(types.StringType)
+		}
+	}
+	return diags
+}
+
+func (r *rayClusterResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state clusterModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	spec, diags := state.spec(ctx)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if state.Head.RegisteredIP.IsNull() || state.Head.RegisteredIP.IsUnknown() {
+		resp.Diagnostics.Append(r.discover(ctx, &state, spec)...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+	}
+	t, err := r.mgr.Table(ctx, spec, state.gcsAddr())
+	if err != nil {
+		// Unreachable is not gone: keep the state, say why.
+		resp.Diagnostics.AddError("Cannot read the Ray cluster", err.Error())
+		return
+	}
+	if !t.GCSUp {
+		resp.Diagnostics.AddWarning("Ray cluster is gone",
+			fmt.Sprintf("The head's GCS at %s does not answer (%s): the cluster will be created again.", state.gcsAddr(), t.GCSError))
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if _, ok := t.Alive(state.Head.RegisteredIP.ValueString()); !ok {
+		resp.Diagnostics.AddWarning("Ray head is not registered",
+			fmt.Sprintf("No alive node is registered as %s in the cluster at %s: the cluster will be created again.",
+				state.Head.RegisteredIP.ValueString(), state.gcsAddr()))
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	resp.Diagnostics.Append(fill(&state, t)...)
+	var dead []string
+	for name, w := range state.Workers {
+		if !w.Alive.ValueBool() {
+			dead = append(dead, nodeNotAlive(name, w))
+		}
+	}
+	if len(dead) > 0 {
+		sort.Strings(dead)
+		resp.Diagnostics.AddWarning("Ray workers not alive", "Not alive in Ray's node table: "+strings.Join(dead, "; ")+
+			". The plan restarts them.")
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// discover fills an imported state: the head's GCS address from the file
+// Ray keeps on the head, and each named worker's registered IP by matching
+// its addresses against the node table.
+func (r *rayClusterResource) discover(ctx context.Context, m *clusterModel, spec raycluster.Spec) diag.Diagnostics {
+	var diags diag.Diagnostics
+	addr, err := r.mgr.CurrentCluster(ctx, spec)
+	if err != nil {
+		diags.AddError("Cannot import the Ray cluster", err.Error())
+		return diags
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	m.GCSPort = types.Int64Value(int64(p))
+	m.Head.RegisteredIP = types.StringValue(host)
+	spec.GCSPort = p
+	t, err := r.mgr.Table(ctx, spec, addr)
+	if err != nil || !t.GCSUp {
+		diags.AddError("Cannot import the Ray cluster", fmt.Sprintf("reading the node table at %s: %v %s", addr, err, t.GCSError))
+		return diags
+	}
+	for name, w := range m.Workers {
+		addrs, err := r.mgr.NodeAddresses(ctx, spec, spec.Workers[name])
+		if err != nil {
+			diags.AddAttributeError(path.Root("workers").AtMapKey(name), "Cannot import worker", err.Error())
+			continue
+		}
+		for _, a := range addrs {
+			if n, ok := t.Alive(a); ok && !n.IsHead {
+				w.RegisteredIP = types.StringValue(a)
+			}
+		}
+		if w.RegisteredIP.IsNull() {
+			diags.AddAttributeError(path.Root("workers").AtMapKey(name), "Worker is not in the Ray cluster",
+				fmt.Sprintf("worker %s (%s) has none of its addresses (%s) registered in the cluster at %s.", name,
+					w.SSHHost.ValueString(), strings.Join(addrs, ", "), addr))
+		}
+	}
+	if m.DashboardHost.IsNull() {
+		m.DashboardHost = types.StringValue("127.0.0.1")
+	}
+	return diags
+}
+
+func (r *rayClusterResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan, state clusterModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Update(ctx, 15*time.Minute)
+	resp.Diagnostics.Append(diags...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	spec, d1 := plan.spec(ctx)
+	old, d2 := state.spec(ctx)
+	resp.Diagnostics.Append(d1...)
+	resp.Diagnostics.Append(d2...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	release, err := r.mgr.Lock(ctx, raycluster.Holder(), allEndpoints(spec, old)...)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot lock the nodes", err.Error())
+		return
+	}
+	defer release()
+
+	headIP := state.Head.RegisteredIP.ValueString()
+	gcsAddr := state.gcsAddr()
+	// Workers that go away or change: stop Ray there, and only there.
+	var stop, start []string
+	for name, w := range state.Workers {
+		nw, ok := plan.Workers[name]
+		if !ok || !sameNode(w, nw) || !w.Alive.ValueBool() {
+			if err := r.mgr.Stop(ctx, old, old.Workers[name]); err != nil {
+				resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(name), "Cannot stop Ray worker", err.Error())
+				return
+			}
+			stop = append(stop, name)
+		}
+	}
+	for name, w := range plan.Workers {
+		if ow, ok := state.Workers[name]; !ok || !sameNode(ow, w) || !ow.Alive.ValueBool() {
+			start = append(start, name)
+		}
+	}
+	sort.Strings(start)
+	if errs := r.startWorkers(ctx, spec, start, headIP, false); len(errs) > 0 {
+		for name, err := range errs {
+			resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(name), "Cannot start Ray worker", err.Error())
+		}
+		return
+	}
+	want := map[string]string{raycluster.HeadName: headIP}
+	for name, w := range plan.Workers {
+		want[name] = w.RegisteredIP.ValueString()
+	}
+	t, err := r.mgr.WaitRegistered(ctx, spec, gcsAddr, want, nil)
+	if err != nil {
+		resp.Diagnostics.AddError("Ray workers did not register as planned", err.Error())
+		return
+	}
+	// Removed workers must have left the node table.
+	for _, name := range stop {
+		if _, still := plan.Workers[name]; still {
+			continue
+		}
+		if n, ok := t.Alive(state.Workers[name].RegisteredIP.ValueString()); ok {
+			resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(name), "Removed worker is still in the cluster",
+				fmt.Sprintf("Ray on %s was stopped but node %s (%s) is still alive in the node table.", name, n.ID, n.IP))
+			return
+		}
+	}
+	plan.Head.NodeID = state.Head.NodeID
+	resp.Diagnostics.Append(fill(&plan, t)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *rayClusterResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state clusterModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := state.Timeouts.Delete(ctx, 5*time.Minute)
+	resp.Diagnostics.Append(diags...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	spec, diags := state.spec(ctx)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	release, err := r.mgr.Lock(ctx, raycluster.Holder(), allEndpoints(spec)...)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot lock the nodes", err.Error())
+		return
+	}
+	defer release()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, name := range spec.WorkerNames() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.mgr.Stop(ctx, spec, spec.Workers[name]); err != nil {
+				mu.Lock()
+				resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(name), "Cannot stop Ray worker", err.Error())
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if err := r.mgr.Stop(ctx, spec, spec.Head); err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("head"), "Cannot stop the Ray head", err.Error())
+	}
+}
+
+// ImportState takes the head's ssh_host, optionally followed by workers as
+// name=ssh_host pairs: "10.1.230.180,spark2=10.1.230.181". The GCS address
+// is read from the head; workers are matched to Ray's node table by their
+// addresses.
+func (r *rayClusterResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	parts := strings.Split(req.ID, ",")
+	head := strings.TrimSpace(parts[0])
+	if head == "" {
+		resp.Diagnostics.AddError("Invalid import ID",
+			fmt.Sprintf("import ID %q: want <head ssh_host>[,<worker name>=<worker ssh_host>...], e.g. \"10.1.230.180,spark2=10.1.230.181\"", req.ID))
+		return
+	}
+	m := clusterModel{ID: types.StringValue(head), GCSPort: types.Int64Value(6379),
+		Env: types.MapNull(types.StringType), StartArgs: types.ListNull(types.StringType), DashboardHost: types.StringNull(),
+		HeadAddress: types.StringNull(), RayVersion: types.StringNull()}
+	m.Head = emptyNode(head)
+	for _, p := range parts[1:] {
+		name, host, ok := strings.Cut(strings.TrimSpace(p), "=")
+		if !ok || name == "" || host == "" {
+			resp.Diagnostics.AddError("Invalid import ID", fmt.Sprintf("import ID part %q: want <worker name>=<worker ssh_host>", p))
+			return
+		}
+		if m.Workers == nil {
+			m.Workers = map[string]*rayNodeModel{}
+		}
+		m.Workers[name] = emptyNode(host)
+	}
+	m.Timeouts = timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{
+		"create": types.StringType, "update": types.StringType, "delete": types.StringType})}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+func emptyNode(host string) *rayNodeModel {
+	return &rayNodeModel{
+		NodeAccess: providerdata.NodeAccess{SSHHost: types.StringValue(host), SSHPort: types.Int64Null(),
+			SSHUser: types.StringNull(), HostKey: types.StringNull()},
+		NodeIP: types.StringNull(), NumGPUs: types.Int64Null(), Resources: types.MapNull(types.Float64Type),
+		Labels: types.MapNull(types.StringType), RegisteredIP: types.StringNull(), NodeID: types.StringNull(), Alive: types.BoolNull(),
+	}
+}

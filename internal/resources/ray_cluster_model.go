@@ -1,0 +1,236 @@
+package resources
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
+	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
+	"github.com/lab-infra/terraform-provider-spark/internal/ray"
+	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
+	"github.com/lab-infra/terraform-provider-spark/internal/runtime"
+)
+
+type clusterModel struct {
+	ID            types.String             `tfsdk:"id"`
+	Head          *rayNodeModel            `tfsdk:"head"`
+	Workers       map[string]*rayNodeModel `tfsdk:"workers"`
+	Runtime       *runtimeModel            `tfsdk:"runtime"`
+	GCSPort       types.Int64              `tfsdk:"gcs_port"`
+	Env           types.Map                `tfsdk:"env"`
+	StartArgs     types.List               `tfsdk:"start_args"`
+	DashboardHost types.String             `tfsdk:"dashboard_host"`
+	HeadAddress   types.String             `tfsdk:"head_address"`
+	RayVersion    types.String             `tfsdk:"ray_version"`
+	Timeouts      timeouts.Value           `tfsdk:"timeouts"`
+}
+
+type rayNodeModel struct {
+	providerdata.NodeAccess
+	NodeIP       types.String `tfsdk:"node_ip"`
+	NumGPUs      types.Int64  `tfsdk:"num_gpus"`
+	Resources    types.Map    `tfsdk:"resources"`
+	Labels       types.Map    `tfsdk:"labels"`
+	RegisteredIP types.String `tfsdk:"registered_ip"`
+	NodeID       types.String `tfsdk:"node_id"`
+	Alive        types.Bool   `tfsdk:"alive"`
+}
+
+type runtimeModel struct {
+	Host      *hostRuntimeModel      `tfsdk:"host"`
+	Container *containerRuntimeModel `tfsdk:"container"`
+}
+
+type hostRuntimeModel struct {
+	RayCommand types.String `tfsdk:"ray_command"`
+}
+
+type containerRuntimeModel struct {
+	Image      types.String `tfsdk:"image"`
+	Name       types.String `tfsdk:"name"`
+	ShmSize    types.String `tfsdk:"shm_size"`
+	GPUs       types.String `tfsdk:"gpus"`
+	RunArgs    types.List   `tfsdk:"run_args"`
+	RayCommand types.String `tfsdk:"ray_command"`
+}
+
+// hasUnknown reports whether something the nodes are reached or started
+// with is not known yet: the checks then run at apply instead.
+func (m *clusterModel) hasUnknown() bool {
+	if m.Head == nil || m.GCSPort.IsUnknown() || m.Env.IsUnknown() || m.StartArgs.IsUnknown() {
+		return true
+	}
+	nodes := []*rayNodeModel{m.Head}
+	for _, w := range m.Workers {
+		nodes = append(nodes, w)
+	}
+	for _, n := range nodes {
+		if n == nil || n.SSHHost.IsUnknown() || n.SSHPort.IsUnknown() || n.SSHUser.IsUnknown() || n.HostKey.IsUnknown() ||
+			n.NodeIP.IsUnknown() || n.Resources.IsUnknown() || n.Labels.IsUnknown() {
+			return true
+		}
+	}
+	if rt := m.Runtime; rt != nil && rt.Container != nil && (rt.Container.Image.IsUnknown() || rt.Container.RunArgs.IsUnknown()) {
+		return true
+	}
+	return false
+}
+
+func (m *clusterModel) runtime(ctx context.Context) (runtime.Runtime, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	rt := m.Runtime
+	switch {
+	case rt == nil || rt.Host != nil:
+		r := runtime.Runtime{}
+		if rt != nil {
+			r.RayCommand = rt.Host.RayCommand.ValueString()
+		}
+		return r, diags
+	default:
+		c := rt.Container
+		out := runtime.Container{Image: c.Image.ValueString(), Name: or(c.Name, "ray-node"), ShmSize: or(c.ShmSize, "10g"), GPUs: or(c.GPUs, "all")}
+		diags.Append(c.RunArgs.ElementsAs(ctx, &out.RunArgs, false)...)
+		if err := out.Validate(); err != nil {
+			diags.AddAttributeError(path.Root("runtime").AtName("container"), "Invalid container runtime", err.Error())
+		}
+		return runtime.Runtime{RayCommand: c.RayCommand.ValueString(), Container: &out}, diags
+	}
+}
+
+func or(v types.String, def string) string {
+	if v.IsNull() || v.IsUnknown() {
+		return def
+	}
+	return v.ValueString()
+}
+
+func (n *rayNodeModel) spec(ctx context.Context, name string, p []string) (raycluster.NodeSpec, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	s := raycluster.NodeSpec{Name: name, Path: p, Endpoint: n.Endpoint(), NodeIP: n.NodeIP.ValueString()}
+	if !n.NumGPUs.IsNull() && !n.NumGPUs.IsUnknown() {
+		v := n.NumGPUs.ValueInt64()
+		s.NumGPUs = &v
+	}
+	if !n.Resources.IsNull() && !n.Resources.IsUnknown() {
+		diags.Append(n.Resources.ElementsAs(ctx, &s.Resources, false)...)
+	}
+	if !n.Labels.IsNull() && !n.Labels.IsUnknown() {
+		diags.Append(n.Labels.ElementsAs(ctx, &s.Labels, false)...)
+	}
+	return s, diags
+}
+
+// spec turns the model into the domain's cluster description.
+func (m *clusterModel) spec(ctx context.Context) (raycluster.Spec, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	s := raycluster.Spec{Workers: map[string]raycluster.NodeSpec{}, GCSPort: int(m.GCSPort.ValueInt64()),
+		DashboardHost: m.DashboardHost.ValueString()}
+	if s.GCSPort == 0 {
+		s.GCSPort = 6379
+	}
+	var d diag.Diagnostics
+	s.Runtime, d = m.runtime(ctx)
+	diags.Append(d...)
+	s.Head, d = m.Head.spec(ctx, raycluster.HeadName, []string{"head"})
+	diags.Append(d...)
+	for name, w := range m.Workers {
+		s.Workers[name], d = w.spec(ctx, name, []string{"workers", "[" + name + "]"})
+		diags.Append(d...)
+	}
+	if !m.Env.IsNull() {
+		diags.Append(m.Env.ElementsAs(ctx, &s.Env, false)...)
+	}
+	if !m.StartArgs.IsNull() {
+		diags.Append(m.StartArgs.ElementsAs(ctx, &s.StartArgs, false)...)
+	}
+	return s, diags
+}
+
+func (m *clusterModel) gcsAddr() string {
+	return net.JoinHostPort(m.Head.RegisteredIP.ValueString(), strconv.FormatInt(m.GCSPort.ValueInt64(), 10))
+}
+
+// attrPath turns a preflight attribute path into a framework path.
+func attrPath(steps []string) path.Path {
+	if len(steps) == 0 {
+		return path.Empty()
+	}
+	p := path.Root(steps[0])
+	for _, s := range steps[1:] {
+		if strings.HasPrefix(s, "[") {
+			p = p.AtMapKey(strings.Trim(s, "[]"))
+			continue
+		}
+		p = p.AtName(s)
+	}
+	return p
+}
+
+func addPreflight(diags *diag.Diagnostics, found []preflight.Diagnostic) {
+	for _, d := range found {
+		p := attrPath(d.Attr)
+		switch {
+		case d.Warning && len(d.Attr) > 0:
+			diags.AddAttributeWarning(p, d.Summary, d.Detail)
+		case d.Warning:
+			diags.AddWarning(d.Summary, d.Detail)
+		case len(d.Attr) > 0:
+			diags.AddAttributeError(p, d.Summary, d.Detail)
+		default:
+			diags.AddError(d.Summary, d.Detail)
+		}
+	}
+}
+
+// standardResources are Ray's own; what remains of a node's resources are
+// the custom ones the operator gave.
+func customResources(n ray.Node) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range n.Resources {
+		switch {
+		case k == "CPU" || k == "GPU" || k == "memory" || k == "object_store_memory",
+			strings.HasPrefix(k, "node:"), strings.HasPrefix(k, "accelerator_type:"):
+		default:
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func customLabels(n ray.Node) map[string]string {
+	out := map[string]string{}
+	for k, v := range n.Labels {
+		if !strings.HasPrefix(k, "ray.io/") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// observe copies what Ray registered for a node into the model.
+func (n *rayNodeModel) observe(r ray.Node) {
+	n.RegisteredIP = types.StringValue(r.IP)
+	n.NodeID = types.StringValue(r.ID)
+	n.Alive = types.BoolValue(r.Alive)
+	n.NumGPUs = types.Int64Value(int64(r.Resources["GPU"]))
+	res := map[string]float64{}
+	for k, v := range customResources(r) {
+		res[k] = v
+	}
+	rv, _ := types.MapValueFrom(context.Background(), types.Float64Type, res)
+	n.Resources = rv
+	lv, _ := types.MapValueFrom(context.Background(), types.StringType, customLabels(r))
+	n.Labels = lv
+}
+
+func nodeNotAlive(name string, n *rayNodeModel) string {
+	return fmt.Sprintf("%s (%s, registered as %s)", name, n.SSHHost.ValueString(), n.RegisteredIP.ValueString())
+}

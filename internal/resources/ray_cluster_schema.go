@@ -1,0 +1,158 @@
+// Package resources holds the provider's resources: framework glue only —
+// schema, plan modification, CRUD — over the domain packages.
+package resources
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
+	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
+)
+
+// nodeIPValidator is the config-time node_ip check (D4, and D2 for Ray).
+type nodeIPValidator struct{}
+
+func (nodeIPValidator) Description(context.Context) string {
+	return "a literal IP address, not loopback, not a hostname"
+}
+func (v nodeIPValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (nodeIPValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if err := preflight.ValidateNodeIP(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid node_ip", fmt.Sprintf("%s: %v", req.Path, err))
+	}
+}
+
+// replaceUnlessImported replaces the cluster when a setting that shapes
+// every Ray process changes, but not when state has no value yet because
+// the cluster was just imported (the setting cannot be read back from Ray).
+func replaceUnlessImported(ctx context.Context, req planmodifier.ObjectRequest, resp *objectplanmodifier.RequiresReplaceIfFuncResponse) {
+	resp.RequiresReplace = !req.StateValue.IsNull()
+}
+
+func nodeAttributes(head bool) map[string]schema.Attribute {
+	replace := func(desc string) string {
+		if head {
+			return desc + " Changing it replaces the cluster."
+		}
+		return desc + " Changing it restarts Ray on this worker only."
+	}
+	headReplace := []planmodifier.String{}
+	headReplaceInt := []planmodifier.Int64{}
+	headReplaceMap := []planmodifier.Map{}
+	if head {
+		headReplace = append(headReplace, stringplanmodifier.RequiresReplace())
+		headReplaceInt = append(headReplaceInt, int64planmodifier.RequiresReplaceIfConfigured())
+		headReplaceMap = append(headReplaceMap, mapplanmodifier.RequiresReplaceIfConfigured())
+	}
+	return map[string]schema.Attribute{
+		"ssh_host": schema.StringAttribute{Required: true, PlanModifiers: headReplace,
+			MarkdownDescription: replace("Address the provider connects to over SSH (the node's operator-reachable address)."),
+			Validators:          []validator.String{stringvalidator.LengthAtLeast(1)}},
+		"ssh_port": schema.Int64Attribute{Optional: true, MarkdownDescription: "SSH port for this node. Default: the provider's `ssh.port`.",
+			Validators: []validator.Int64{int64validator.Between(1, 65535)}},
+		"ssh_user":  schema.StringAttribute{Optional: true, MarkdownDescription: "SSH user for this node. Default: the provider's `ssh.user`."},
+		"host_key": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.HostKey{}},
+			MarkdownDescription: "Pins this node's SSH host key (authorized_keys-style line); wins over known_hosts."},
+		"node_ip": schema.StringAttribute{Optional: true, PlanModifiers: headReplace, Validators: []validator.String{nodeIPValidator{}},
+			MarkdownDescription: replace("`--node-ip-address`: the IP Ray registers for this node (`node:<ip>`). Must be a literal IP bound " +
+				"on the node. Null: Ray detects it (head: the route to 8.8.8.8; worker: the route to the head), and the plan shows " +
+				"what it will detect.")},
+		"num_gpus": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: headReplaceInt,
+			Validators:          []validator.Int64{int64validator.AtLeast(0)},
+			MarkdownDescription: replace("`--num-gpus`. Null: Ray counts them; the state then holds what Ray registered.")},
+		"resources": schema.MapAttribute{Optional: true, Computed: true, ElementType: types.Float64Type, PlanModifiers: headReplaceMap,
+			MarkdownDescription: replace("Custom Ray resources (`--resources`), e.g. `{ \"spark.head\" = 1 }`.")},
+		"labels": schema.MapAttribute{Optional: true, Computed: true, ElementType: types.StringType, PlanModifiers: headReplaceMap,
+			MarkdownDescription: replace("Ray node labels (`--labels`).")},
+		"registered_ip": schema.StringAttribute{Computed: true,
+			MarkdownDescription: "The IP Ray registered for this node (`NodeManagerAddress`, resource `node:<ip>`). Planned as a known " +
+				"value: `node_ip`, else Ray's own detection run on the node."},
+		"node_id": schema.StringAttribute{Computed: true, MarkdownDescription: "Ray's node ID."},
+		"alive":   schema.BoolAttribute{Computed: true, MarkdownDescription: "Alive in Ray's node table at the last read."},
+	}
+}
+
+func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	replaceObj := []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(replaceUnlessImported,
+		"Replaces the cluster when changed.", "Replaces the cluster when changed.")}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "A Ray cluster — a head and workers — started over SSH. The plan reads every node first and predicts " +
+			"the IP Ray will register for each; a `node_ip` not bound on its node, a worker that cannot reach the head over a " +
+			"shared network, differing Ray or Python versions, interface names that do not carry a node's Ray address, more " +
+			"GPUs than a node has, or a GCS port held by another Ray are errors before anything starts.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "The head's `ssh_host`.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"head": schema.SingleNestedAttribute{Required: true, Attributes: nodeAttributes(true),
+				MarkdownDescription: "The head node: runs the GCS that workers join."},
+			"workers": schema.MapNestedAttribute{Optional: true,
+				NestedObject: schema.NestedAttributeObject{Attributes: nodeAttributes(false)},
+				MarkdownDescription: "Worker nodes, keyed by a stable name: adding or removing one never touches the others or the head."},
+			"runtime": schema.SingleNestedAttribute{Optional: true, PlanModifiers: replaceObj,
+				MarkdownDescription: "Where Ray runs on each node: `host` (default) or `container`. Exactly one.",
+				Validators: []validator.Object{objectvalidator.ExactlyOneOf(
+					path.MatchRelative().AtName("host"), path.MatchRelative().AtName("container"))},
+				Attributes: map[string]schema.Attribute{
+					"host": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Ray installed on the box.",
+						Attributes: map[string]schema.Attribute{
+							"ray_command": schema.StringAttribute{Optional: true, MarkdownDescription: "Path of `ray`. Default: `ray` on the SSH session's PATH."},
+						}},
+					"container": schema.SingleNestedAttribute{Optional: true,
+						MarkdownDescription: "Ray inside a container on each node (`docker run -d --network host --ipc host …`, then `docker exec`).",
+						Attributes: map[string]schema.Attribute{
+							"image":       schema.StringAttribute{Required: true, MarkdownDescription: "Image with Ray (and vLLM) installed."},
+							"name":        schema.StringAttribute{Optional: true, MarkdownDescription: "Container name. Default: `ray-node`."},
+							"shm_size":    schema.StringAttribute{Optional: true, MarkdownDescription: "`--shm-size`. Default: `10g`."},
+							"gpus":        schema.StringAttribute{Optional: true, MarkdownDescription: "`--gpus`. Default: `all`; empty string for none."},
+							"run_args":    schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Extra `docker run` arguments, each quoted."},
+							"ray_command": schema.StringAttribute{Optional: true, MarkdownDescription: "Path of `ray` inside the container. Default: `ray`."},
+						}},
+				}},
+			"gcs_port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(6379),
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.RequiresReplace()},
+				Validators:          []validator.Int64{int64validator.Between(1, 65535)},
+				MarkdownDescription: "The head's GCS port (`ray start --head --port`). Default: 6379."},
+			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplaceIf(
+					func(_ context.Context, req planmodifier.MapRequest, resp *mapplanmodifier.RequiresReplaceIfFuncResponse) {
+						resp.RequiresReplace = !req.StateValue.IsNull()
+					}, "Replaces the cluster when changed.", "Replaces the cluster when changed.")},
+				MarkdownDescription: "Environment for Ray on every node (e.g. `NCCL_SOCKET_IFNAME`, `GLOO_SOCKET_IFNAME`). Interface names " +
+					"in `NCCL_SOCKET_IFNAME`, `GLOO_SOCKET_IFNAME`, `TP_SOCKET_IFNAME`, `UCX_NET_DEVICES` are checked at plan on every node."},
+			"start_args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplaceIf(
+					func(_ context.Context, req planmodifier.ListRequest, resp *listplanmodifier.RequiresReplaceIfFuncResponse) {
+						resp.RequiresReplace = !req.StateValue.IsNull()
+					}, "Replaces the cluster when changed.", "Replaces the cluster when changed.")},
+				MarkdownDescription: "Extra `ray start` arguments for every node, each passed as one quoted argument."},
+			"dashboard_host": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("127.0.0.1"),
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				MarkdownDescription: "`--dashboard-host`. Default `127.0.0.1`; `0.0.0.0` exposes the dashboard (and job submission) to the network, with a plan warning."},
+			"head_address": schema.StringAttribute{Computed: true, MarkdownDescription: "`<head registered ip>:<gcs_port>`: the address workers (and vLLM's `ray_address`) join."},
+			"ray_version":  schema.StringAttribute{Computed: true, MarkdownDescription: "Ray version running on the cluster."},
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+		},
+	}
+}

@@ -1,0 +1,359 @@
+package resources_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/compare"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/acctest"
+	"github.com/lab-infra/terraform-provider-spark/internal/lab"
+	"github.com/lab-infra/terraform-provider-spark/internal/transport"
+)
+
+const clusterAddr = "spark_ray_cluster.lab"
+
+// clusterConfig renders a cluster on the lab. headIP/workerIP: "" leaves
+// node_ip unset (Ray detects); workers: names of lab nodes after the head.
+func clusterConfig(l *lab.File, headIP string, workers map[string]string, extra ...string) string {
+	head := l.Nodes[0]
+	var b strings.Builder
+	b.WriteString(acctest.ProviderBlock(l, ""))
+	fmt.Fprintf(&b, "resource \"spark_ray_cluster\" \"lab\" {\n  head = {\n    ssh_host = %q\n    num_gpus = 1\n", head.SSHHost)
+	if headIP != "" {
+		fmt.Fprintf(&b, "    node_ip  = %q\n", headIP)
+	}
+	b.WriteString("  }\n")
+	if len(workers) > 0 {
+		b.WriteString("  workers = {\n")
+		for _, n := range l.Nodes[1:] {
+			ip, ok := workers[n.Name]
+			if !ok {
+				continue
+			}
+			fmt.Fprintf(&b, "    %s = {\n      ssh_host = %q\n      num_gpus = 1\n", n.Name, n.SSHHost)
+			if ip != "" {
+				fmt.Fprintf(&b, "      node_ip  = %q\n", ip)
+			}
+			b.WriteString("    }\n")
+		}
+		b.WriteString("  }\n")
+	}
+	fmt.Fprintf(&b, "  runtime = { host = { ray_command = %q } }\n", head.RayCommand)
+	for _, e := range extra {
+		b.WriteString("  " + e + "\n")
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// noRayLeft is the CheckDestroy: no raylet or gcs_server on any lab node,
+// looked up on the nodes themselves.
+func noRayLeft(l *lab.File) func(*terraform.State) error {
+	return func(*terraform.State) error {
+		for _, n := range l.Nodes {
+			out, err := acctest.NodeProcesses(n)
+			if err != nil {
+				return err
+			}
+			if out != "" {
+				return fmt.Errorf("Ray still running on %s after destroy:\n%s", n.Name, out)
+			}
+		}
+		return nil
+	}
+}
+
+func registered(path ...any) tfjsonpath.Path {
+	p := tfjsonpath.New(path[0].(string))
+	for _, s := range path[1:] {
+		switch v := s.(type) {
+		case string:
+			p = p.AtMapKey(v)
+		case int:
+			p = p.AtSliceIndex(v)
+		}
+	}
+	return p
+}
+
+// The field report's topology, fixed: head and worker on the fabric. The
+// plan knows every registered IP before anything starts; workers can come
+// and go without the head restarting; the cluster imports.
+func TestAccRayCluster_fabricLifecycle(t *testing.T) {
+	l := acctest.Lab(t)
+	head, w := l.Nodes[0], l.Nodes[1]
+	withWorker := clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""})
+	headOnly := clusterConfig(l, head.FabricIP, nil)
+	headID := statecheck.CompareValue(compare.ValuesSame())
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy:             noRayLeft(l),
+		Steps: []resource.TestStep{
+			{
+				Config: withWorker,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(clusterAddr, plancheck.ResourceActionCreate),
+					// Known at plan, not "(known after apply)": the worker's is Ray's own detection (route to the head).
+					plancheck.ExpectKnownValue(clusterAddr, registered("head", "registered_ip"), knownvalue.StringExact(head.FabricIP)),
+					plancheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("registered_ip"), knownvalue.StringExact(w.FabricIP)),
+					plancheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("head_address"), knownvalue.StringExact(head.FabricIP+":6379")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("head").AtMapKey("registered_ip"), knownvalue.StringExact(head.FabricIP)),
+					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("head").AtMapKey("alive"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("registered_ip"), knownvalue.StringExact(w.FabricIP)),
+					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("alive"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("ray_version"), knownvalue.StringExact(l.RayVersion)),
+					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("head").AtMapKey("num_gpus"), knownvalue.Int64Exact(1)),
+					headID.AddStateValue(clusterAddr, tfjsonpath.New("head").AtMapKey("node_id")),
+				},
+			},
+			{
+				ResourceName:                         clusterAddr,
+				ImportState:                          true,
+				ImportStateId:                        head.SSHHost + "," + w.Name + "=" + w.SSHHost,
+				ImportStateVerify:                    true,
+				ImportStateVerifyIdentifierAttribute: "id",
+				// Not observable from Ray: how it was started.
+				ImportStateVerifyIgnore: []string{"runtime", "timeouts", "head.node_ip"},
+			},
+			{
+				// Remove the worker: Ray stops there only; the head keeps its node_id.
+				Config: headOnly,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(clusterAddr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					headID.AddStateValue(clusterAddr, tfjsonpath.New("head").AtMapKey("node_id")),
+					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers"), knownvalue.Null()),
+				},
+				Check: func(*terraform.State) error {
+					out, err := acctest.NodeProcesses(w)
+					if err != nil || out != "" {
+						return fmt.Errorf("Ray still on the removed worker %s: %q %v", w.Name, out, err)
+					}
+					return nil
+				},
+			},
+			{
+				// Add it back: joins the running head.
+				Config: withWorker,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(clusterAddr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					headID.AddStateValue(clusterAddr, tfjsonpath.New("head").AtMapKey("node_id")),
+					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("alive"), knownvalue.Bool(true)),
+				},
+			},
+			{
+				// Drift: the worker's raylet dies. The plan names it; apply heals it.
+				PreConfig: func() { killRaylet(t, l, w) },
+				Config:    withWorker,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectNonEmptyPlan(),
+					plancheck.ExpectResourceAction(clusterAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("alive"), knownvalue.Bool(true)),
+				}, PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					headID.AddStateValue(clusterAddr, tfjsonpath.New("head").AtMapKey("node_id")),
+					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("alive"), knownvalue.Bool(true)),
+				},
+			},
+			{
+				// Drift: the head's box restarts. The cluster is gone: plan re-creates it.
+				PreConfig: func() {
+					if err := lab.Restart(context.Background(), head); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: withWorker,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(clusterAddr, plancheck.ResourceActionCreate),
+				}, PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("alive"), knownvalue.Bool(true)),
+				},
+			},
+		},
+	})
+}
+
+// killRaylet kills a worker's raylet and waits (bounded) until the head's
+// GCS has marked the node dead.
+func killRaylet(t *testing.T, l *lab.File, n lab.Node) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := lab.Exec(ctx, n, "pkill", "-9", "-x", "raylet"); err != nil {
+		t.Fatalf("kill raylet on %s: %v", n.Name, err)
+	}
+	head := l.Nodes[0]
+	probe := fmt.Sprintf(`import ray, sys
+ray.init(address=sys.argv[1], logging_level="ERROR")
+print(any(x["Alive"] and x["NodeManagerAddress"] == %q for x in ray.nodes()))`, n.FabricIP)
+	for i := 0; i < 90; i++ {
+		out, err := lab.Exec(ctx, head, head.PythonCommand, "-c", probe, head.FabricIP+":6379")
+		if err == nil && strings.HasSuffix(strings.TrimSpace(out), "False") {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("the head never marked %s dead after its raylet was killed", n.Name)
+}
+
+// The field report's head: no node_ip. The plan says, before anything
+// starts, that Ray will register the external address; the worker then
+// joins over the external network too.
+func TestAccRayCluster_autoDetectRegistersExternal(t *testing.T) {
+	l := acctest.Lab(t)
+	head, w := l.Nodes[0], l.Nodes[1]
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy:             noRayLeft(l),
+		Steps: []resource.TestStep{{
+			Config: clusterConfig(l, "", map[string]string{w.Name: ""}),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectKnownValue(clusterAddr, registered("head", "registered_ip"), knownvalue.StringExact(head.ExternalIP)),
+				plancheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("registered_ip"), knownvalue.StringExact(w.ExternalIP)),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("head").AtMapKey("registered_ip"), knownvalue.StringExact(head.ExternalIP)),
+				statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("registered_ip"), knownvalue.StringExact(w.ExternalIP)),
+			},
+		}},
+	})
+}
+
+// Mistakes the plan refuses before anything starts, each naming the values.
+func TestAccRayCluster_planErrors(t *testing.T) {
+	l := acctest.Lab(t)
+	head, w := l.Nodes[0], l.Nodes[1]
+	ctx := context.Background()
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy:             noRayLeft(l),
+		Steps: []resource.TestStep{
+			{
+				// node_ip that is not on the head (the other node's fabric address).
+				Config: clusterConfig(l, w.FabricIP, nil),
+				ExpectError: regexp.MustCompile(`(?s)node_ip is not an address of this node.*` + regexp.QuoteMeta(w.FabricIP) +
+					`.*` + regexp.QuoteMeta(head.FabricIP)),
+			},
+			{
+				Config:      clusterConfig(l, "127.0.0.1", nil),
+				ExpectError: regexp.MustCompile(`(?s)Invalid node_ip.*loopback address`),
+			},
+			{
+				Config:      clusterConfig(l, "spark1.fabric", nil),
+				ExpectError: regexp.MustCompile(`(?s)is not an IP address.*hostname`),
+			},
+			{
+				// A worker cut off from the fabric reaches the head's fabric address only through a gateway.
+				PreConfig: func() {
+					if err := lab.Disconnect(ctx, w, lab.FabricNetwork); err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { _ = lab.Connect(context.Background(), w, lab.FabricNetwork) })
+				},
+				Config:      clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""}),
+				ExpectError: regexp.MustCompile(`(?s)Worker reaches the head only through a gateway.*` + regexp.QuoteMeta(head.FabricIP)),
+			},
+			{
+				PreConfig: func() {
+					if err := lab.Connect(ctx, w, lab.FabricNetwork); err != nil {
+						t.Fatal(err)
+					}
+					skewRayVersion(t, l, w)
+				},
+				Config: strings.Replace(clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""}),
+					head.RayCommand, "/opt/skew/bin/ray", 1),
+				ExpectError: regexp.MustCompile(`(?s)Ray versions differ across nodes.*2\.0\.0 on ` + w.Name + `.*` +
+					regexp.QuoteMeta(l.RayVersion) + ` on head`),
+			},
+			{
+				Config:      clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""}, `env = { NCCL_SOCKET_IFNAME = "ib0" }`),
+				ExpectError: regexp.MustCompile(`(?s)Interface named in env does not exist.*"ib0"`),
+			},
+			{
+				// eth0 is the external interface: it exists but does not carry the fabric address Ray registers.
+				Config:      clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""}, `env = { GLOO_SOCKET_IFNAME = "eth0" }`),
+				ExpectError: regexp.MustCompile(`(?s)does not carry the node's Ray address.*` + regexp.QuoteMeta(head.FabricIP)),
+			},
+		},
+	})
+}
+
+// skewRayVersion gives the worker a `ray` whose interpreter reports
+// another Ray version, and the head one that reports the real one, both
+// at /opt/skew/bin/ray (the plan only reads versions; nothing runs it).
+func skewRayVersion(t *testing.T, l *lab.File, w lab.Node) {
+	t.Helper()
+	ctx := context.Background()
+	for _, n := range l.Nodes {
+		script := "mkdir -p /opt/skew/bin && ln -sf " + n.RayCommand + " /opt/skew/bin/ray"
+		if n.Name == w.Name {
+			script = `set -e; rm -rf /opt/skew; python3 -m venv --without-pip /opt/skew
+d=$(/opt/skew/bin/python -c 'import site; print(site.getsitepackages()[0])')/ray-2.0.0.dist-info
+mkdir -p "$d"; printf 'Metadata-Version: 2.1\nName: ray\nVersion: 2.0.0\n' > "$d/METADATA"
+printf '#!/opt/skew/bin/python\nprint("ray, version 2.0.0")\n' > /opt/skew/bin/ray; chmod +x /opt/skew/bin/ray`
+		}
+		if _, err := lab.Exec(ctx, n, "sh", "-c", script); err != nil {
+			t.Fatalf("skew Ray on %s: %v", n.Name, err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, n := range l.Nodes {
+			_, _ = lab.Exec(context.Background(), n, "rm", "-rf", "/opt/skew")
+		}
+	})
+}
+
+// A second operation on a node fails fast, naming who holds the lock.
+func TestAccRayCluster_lockRefusesConcurrentApply(t *testing.T) {
+	l := acctest.Lab(t)
+	head := l.Nodes[0]
+	pool, err := transport.NewPool(transport.Config{User: l.SSHUser, PrivateKeyFile: l.PrivateKeyFile, KnownHostsFile: l.KnownHostsFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var held *transport.Held
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy:             noRayLeft(l),
+		Steps: []resource.TestStep{{
+			PreConfig: func() {
+				c, err := pool.Get(context.Background(), transport.Endpoint{Host: head.SSHHost})
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The provider's own lock protocol, held as another apply would.
+				held, err = c.Hold(context.Background(), transport.Cmd{Step: "hold lock", Argv: transport.Script(
+					`exec 9>>/tmp/terraform-provider-spark.lock; flock -n 9 || exit 1; echo "other apply (acceptance test)" > /tmp/terraform-provider-spark.lock.holder; echo locked; cat >/dev/null`)}, "locked")
+				if err != nil {
+					t.Fatal(err)
+				}
+			},
+			Config:      clusterConfig(l, head.FabricIP, nil),
+			ExpectError: regexp.MustCompile(`(?s)holds the lock on this node: other apply \(acceptance test\)`),
+		}},
+	})
+	if held != nil {
+		held.Release()
+	}
+}

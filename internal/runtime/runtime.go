@@ -1,0 +1,96 @@
+// Package runtime decides where a command runs on a node: directly on the
+// host (a Ray/vLLM install on the box), or inside a long-lived container on
+// it (the DGX Spark playbook and vLLM run_cluster.sh style: `docker run -d
+// --network host --gpus all …`, then `docker exec`). It only builds argv.
+package runtime
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// Container is the container runtime's settings.
+type Container struct {
+	Image   string
+	Name    string
+	ShmSize string
+	GPUs    string // --gpus value; "" for none
+	RunArgs []string
+}
+
+// Runtime is host (Container == nil) or container.
+type Runtime struct {
+	RayCommand string // path of `ray` on the host or in the container; default "ray"
+	Container  *Container
+}
+
+// Ray is the ray command to run.
+func (r Runtime) Ray() string {
+	if r.RayCommand == "" {
+		return "ray"
+	}
+	return r.RayCommand
+}
+
+// Wrap makes argv run in the runtime: unchanged on the host, through
+// `docker exec` in the container. stdin is passed through when asked.
+func (r Runtime) Wrap(argv []string, stdin bool) []string {
+	if r.Container == nil {
+		return argv
+	}
+	out := []string{"docker", "exec"}
+	if stdin {
+		out = append(out, "-i")
+	}
+	return append(append(out, r.Container.Name), argv...)
+}
+
+var containerName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+
+// Validate checks container settings before anything runs.
+func (c Container) Validate() error {
+	if c.Image == "" {
+		return fmt.Errorf("runtime.container.image is empty: give the image that has Ray (and vLLM) installed")
+	}
+	if !containerName.MatchString(c.Name) {
+		return fmt.Errorf("runtime.container.name = %q is not a valid container name (letters, digits, _ . -)", c.Name)
+	}
+	return nil
+}
+
+// EnsureArgv starts the runtime's container if it is not running (host
+// network, so Ray registers the host's addresses; GPUs and shared memory as
+// vLLM needs). On the host runtime there is nothing to start.
+func (r Runtime) EnsureArgv() []string {
+	c := r.Container
+	if c == nil {
+		return nil
+	}
+	run := []string{"docker", "run", "-d", "--name", c.Name, "--network", "host", "--ipc", "host",
+		"--label", "terraform-provider-spark=1"}
+	if c.ShmSize != "" {
+		run = append(run, "--shm-size", c.ShmSize)
+	}
+	if c.GPUs != "" {
+		run = append(run, "--gpus", c.GPUs)
+	}
+	run = append(run, c.RunArgs...)
+	run = append(run, c.Image, "sleep", "infinity")
+	// $1 is the name, the rest the docker run argv: reuse a running
+	// container, restart a stopped one, create it otherwise.
+	return append([]string{"sh", "-c", `name=$1; shift
+state=$(docker inspect -f '{{.State.Running}}' "$name" 2>/dev/null) || state=absent
+case "$state" in
+  true) exit 0 ;;
+  false) exec docker start "$name" >/dev/null ;;
+  *) exec "$@" >/dev/null ;;
+esac`, "sh", c.Name}, run...)
+}
+
+// RemoveArgv removes the runtime's container (and every process in it).
+func (r Runtime) RemoveArgv() []string {
+	if r.Container == nil {
+		return nil
+	}
+	return []string{"sh", "-c", `docker rm -f "$1" >/dev/null 2>&1; ! docker inspect "$1" >/dev/null 2>&1`, "sh", r.Container.Name}
+}
