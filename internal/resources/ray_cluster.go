@@ -57,9 +57,10 @@ func (r *rayClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 	if req.Plan.Raw.IsNull() || r.mgr == nil {
 		return // destroy, or the provider could not be configured (it said why)
 	}
-	var plan clusterModel
+	var plan, config clusterModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() || plan.hasUnknown() {
+	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
+	if resp.Diagnostics.HasError() || config.hasUnknown() {
 		return // values from resources not yet created: the same checks run at apply
 	}
 	var state *clusterModel

@@ -112,10 +112,9 @@ func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 				MarkdownDescription: "Worker nodes, keyed by a stable name: adding or removing one never touches the others or the head."},
 			"runtime": schema.SingleNestedAttribute{Optional: true, PlanModifiers: replaceObj,
 				MarkdownDescription: "Where Ray runs on each node: `host` (default) or `container`. Exactly one.",
-				Validators: []validator.Object{objectvalidator.ExactlyOneOf(
-					path.MatchRelative().AtName("host"), path.MatchRelative().AtName("container"))},
 				Attributes: map[string]schema.Attribute{
 					"host": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Ray installed on the box.",
+						Validators: []validator.Object{objectvalidator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("container"))},
 						Attributes: map[string]schema.Attribute{
 							"ray_command": schema.StringAttribute{Optional: true, MarkdownDescription: "Path of `ray`. Default: `ray` on the SSH session's PATH."},
 						}},

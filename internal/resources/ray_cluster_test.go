@@ -350,7 +350,7 @@ func TestAccRayCluster_lockRefusesConcurrentApply(t *testing.T) {
 				}
 			},
 			Config:      clusterConfig(l, head.FabricIP, nil),
-			ExpectError: regexp.MustCompile(`(?s)holds the lock on this node: other apply \(acceptance test\)`),
+			ExpectError: regexp.MustCompile(`holds the lock on this node:\s+other\s+apply\s+\(acceptance\s+test\)`),
 		}},
 	})
 	if held != nil {
