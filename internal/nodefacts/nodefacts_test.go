@@ -150,3 +150,23 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestParseClusterProbes(t *testing.T) {
+	out := "@@interfaces\n[]\n@@gpus\nnone\n" +
+		"@@route_to\n[{\"dst\":\"192.168.200.12\",\"gateway\":\"10.1.0.1\",\"dev\":\"enP7s7\",\"prefsrc\":\"10.1.230.181\"}]\n" +
+		"@@listeners\nLISTEN 0 4096 0.0.0.0:6379 0.0.0.0:* users:((\"gcs_server\",pid=12,fd=8))\nLISTEN 0 4096 [::]:6379 [::]:* users:((\"gcs_server\",pid=12,fd=9))\n" +
+		"@@tcp\nclosed Connection refused\n@@end\n"
+	f, err := Parse(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.HasNvidiaSMI || f.GPUCount != 0 {
+		t.Fatal("no nvidia-smi reported as present")
+	}
+	if f.RouteTo == nil || f.RouteTo.Gateway != "10.1.0.1" || f.RouteTo.Src != "10.1.230.181" || f.RouteTo.Dev != "enP7s7" {
+		t.Fatalf("route = %+v", f.RouteTo)
+	}
+	if strings.Join(f.Listeners, ",") != "gcs_server" || f.TCP != "closed Connection refused" {
+		t.Fatalf("listeners %v tcp %q", f.Listeners, f.TCP)
+	}
+}

@@ -1,0 +1,221 @@
+package preflight
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
+)
+
+// spark builds the facts of a multi-homed box: external on enP7s7 (default
+// route), fabric on enp1s0f1np1.
+func spark(external, fabric, ray, python string) nodefacts.Facts {
+	return nodefacts.Facts{
+		Interfaces: []nodefacts.Interface{
+			{Name: "enP7s7", Up: true, Addresses: []netip.Prefix{netip.MustParsePrefix(external + "/16")}},
+			{Name: "enp1s0f1np1", Up: true, Addresses: []netip.Prefix{netip.MustParsePrefix(fabric + "/24")}},
+			{Name: "lo", Up: true, Addresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/8")}},
+		},
+		DefaultRouteIP: external, RayVersion: ray, PythonVersion: python,
+	}
+}
+
+func head(nodeIP string) Node {
+	return Node{Name: "head", Path: []string{"head"}, SSHHost: "10.1.230.180", NodeIP: nodeIP,
+		Facts: spark("10.1.230.180", "192.168.200.12", "2.52.1", "3.12.3")}
+}
+
+func worker(nodeIP string, route *nodefacts.Route) Node {
+	f := spark("10.1.230.181", "192.168.200.13", "2.52.1", "3.12.3")
+	f.RouteTo = route
+	return Node{Name: "spark2", Path: []string{"workers", "[spark2]"}, SSHHost: "10.1.230.181", NodeIP: nodeIP, Facts: f}
+}
+
+func one(t *testing.T, got []Diagnostic, want ...string) {
+	t.Helper()
+	if len(got) != 1 {
+		t.Fatalf("want 1 diagnostic, got %d: %+v", len(got), got)
+	}
+	text := got[0].Summary + " " + got[0].Detail
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("diagnostic does not name %q:\n%s", w, text)
+		}
+	}
+}
+
+func TestValidateNodeIP(t *testing.T) {
+	for v, want := range map[string]string{
+		"192.168.200.12": "", "10.1.230.180": "", "fd00::1": "",
+		"127.0.0.1": "loopback", "::1": "loopback", "localhost": "localhost", "LOCALHOST": "localhost",
+		"spark1.lab": "not an IP", "192.168.200.12/24": "not an IP", "0.0.0.0": "unspecified", "": "not an IP",
+	} {
+		err := ValidateNodeIP(v)
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%q refused: %v", v, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%q: want an error about %q, got %v", v, want, err)
+		}
+	}
+}
+
+func TestNodeIPBound(t *testing.T) {
+	if d := NodeIPBound(head("192.168.200.12")); d != nil {
+		t.Fatalf("bound address refused: %+v", d)
+	}
+	if d := NodeIPBound(head("")); d != nil {
+		t.Fatalf("auto-detect flagged: %+v", d)
+	}
+	d := NodeIPBound(head("192.168.200.13"))
+	one(t, d, "192.168.200.13", "192.168.200.12 on enp1s0f1np1", "10.1.230.180 on enP7s7")
+	if strings.Join(d[0].Attr, ".") != "head.node_ip" {
+		t.Fatalf("attr = %v", d[0].Attr)
+	}
+	if strings.Contains(d[0].Detail, "127.0.0.1") {
+		t.Fatal("loopback listed among the node's addresses")
+	}
+}
+
+func TestPredictHeadIP(t *testing.T) {
+	if ip, d := PredictHeadIP(head("")); ip != "10.1.230.180" || d != nil {
+		t.Fatalf("auto-detect = %q %v, want the default-route address", ip, d)
+	}
+	if ip, _ := PredictHeadIP(head("192.168.200.12")); ip != "192.168.200.12" {
+		t.Fatalf("node_ip not honoured: %q", ip)
+	}
+	h := head("")
+	h.Facts.DefaultRouteIP = ""
+	ip, d := PredictHeadIP(h)
+	if ip != "" {
+		t.Fatalf("predicted %q without a default route", ip)
+	}
+	one(t, d, "no default route", "head.node_ip")
+}
+
+func TestPredictWorkerIPFollowsRouteToHead(t *testing.T) {
+	w := worker("", &nodefacts.Route{Dst: "192.168.200.12", Dev: "enp1s0f1np1", Src: "192.168.200.13"})
+	if ip, d := PredictWorkerIP(w, "192.168.200.12"); ip != "192.168.200.13" || d != nil {
+		t.Fatalf("worker predicts %q %v, want its fabric address", ip, d)
+	}
+	_, d := PredictWorkerIP(worker("", nil), "192.168.200.12")
+	one(t, d, "spark2", "no route", "192.168.200.12")
+}
+
+func TestWorkerReachesHead(t *testing.T) {
+	direct := &nodefacts.Route{Dst: "192.168.200.12", Dev: "enp1s0f1np1", Src: "192.168.200.13"}
+	cases := []struct {
+		name  string
+		route *nodefacts.Route
+		tcp   string
+		want  []string
+	}{
+		{"shared network", direct, "", nil},
+		{"gcs open", direct, "open", nil},
+		{"via gateway", &nodefacts.Route{Dst: "192.168.200.12", Gateway: "10.1.0.1", Dev: "enP7s7", Src: "10.1.230.181"}, "",
+			[]string{"gateway 10.1.0.1", "192.168.200.12", "spark2"}},
+		{"no route", nil, "", []string{"no route", "192.168.200.12:6379"}},
+		{"port closed", direct, "closed Connection refused", []string{"Connection refused", "192.168.200.12:6379"}},
+	}
+	for _, c := range cases {
+		w := worker("", c.route)
+		w.Facts.TCP = c.tcp
+		d := WorkerReachesHead(w, "192.168.200.12", 6379)
+		if c.want == nil {
+			if d != nil {
+				t.Errorf("%s: %+v", c.name, d)
+			}
+			continue
+		}
+		one(t, d, c.want...)
+	}
+}
+
+func TestUniqueIPs(t *testing.T) {
+	nodes := []Node{head(""), worker("", nil)}
+	if d := UniqueIPs(nodes, map[string]string{"head": "10.0.0.1", "spark2": "10.0.0.2"}); d != nil {
+		t.Fatal(d)
+	}
+	one(t, UniqueIPs(nodes, map[string]string{"head": "10.0.0.1", "spark2": "10.0.0.1"}), "head and spark2", "10.0.0.1")
+}
+
+func TestSameVersions(t *testing.T) {
+	h, w := head(""), worker("", nil)
+	if d := SameVersions([]Node{h, w}); d != nil {
+		t.Fatal(d)
+	}
+	w.Facts.RayVersion = "2.51.0"
+	one(t, SameVersions([]Node{h, w}), "2.51.0 on spark2", "2.52.1 on head", "Ray versions differ")
+	w.Facts.RayVersion, w.Facts.PythonVersion = "2.52.1", "3.11.2"
+	one(t, SameVersions([]Node{h, w}), "Python versions differ", "3.11.2 on spark2")
+	w.Facts.RayVersion = ""
+	d := SameVersions([]Node{h, w})
+	if len(d) != 2 || !strings.Contains(d[0].Detail, "Ray was not found on spark2") {
+		t.Fatalf("missing Ray not reported: %+v", d)
+	}
+}
+
+func TestInterfaces(t *testing.T) {
+	nodes := []Node{head(""), worker("", nil)}
+	onFabric := map[string]string{"head": "192.168.200.12", "spark2": "192.168.200.13"}
+	if d := Interfaces(map[string]string{"NCCL_SOCKET_IFNAME": "enp1s0f1np1", "UCX_NET_DEVICES": "mlx5_0:1"}, nodes, onFabric); d != nil {
+		t.Fatal(d)
+	}
+	if d := Interfaces(map[string]string{"NCCL_SOCKET_IFNAME": "^docker,lo"}, nodes, onFabric); d != nil {
+		t.Fatal("exclusion lists are not interface names:", d)
+	}
+	d := Interfaces(map[string]string{"GLOO_SOCKET_IFNAME": "ib0"}, nodes, onFabric)
+	if len(d) != 2 || !strings.Contains(d[0].Detail, `no interface "ib0"`) || !strings.Contains(d[0].Detail, "enp1s0f1np1") {
+		t.Fatalf("missing interface: %+v", d)
+	}
+	// The field report: Ray on the external address, NCCL told to use the fabric.
+	external := map[string]string{"head": "10.1.230.180", "spark2": "10.1.230.181"}
+	d = Interfaces(map[string]string{"NCCL_SOCKET_IFNAME": "enp1s0f1np1"}, nodes, external)
+	if len(d) != 2 || !strings.Contains(d[0].Detail, "carries 192.168.200.12/24, not 10.1.230.180") {
+		t.Fatalf("interface without the registered IP: %+v", d)
+	}
+}
+
+func TestGPUs(t *testing.T) {
+	two, one_ := int64(2), int64(1)
+	h := head("")
+	h.NumGPUs = &two
+	if d := GPUs(h); d != nil {
+		t.Fatal("no nvidia-smi: nothing to compare, but flagged", d)
+	}
+	h.Facts.HasNvidiaSMI, h.Facts.GPUCount = true, 1
+	one(t, GPUs(h), "num_gpus = 2", "lists 1 GPU")
+	h.NumGPUs = &one_
+	if d := GPUs(h); d != nil {
+		t.Fatal(d)
+	}
+}
+
+func TestGCSPortFree(t *testing.T) {
+	h := head("")
+	if d := GCSPortFree(h, 6379); d != nil {
+		t.Fatal(d)
+	}
+	h.Facts.Listeners = []string{"gcs_server"}
+	one(t, GCSPortFree(h, 6379), "gcs_port = 6379", "gcs_server", "terraform import")
+	h.Facts.Listeners = []string{"redis-server"}
+	one(t, GCSPortFree(h, 6379), "redis-server", "another gcs_port")
+}
+
+func FuzzValidateNodeIP(f *testing.F) {
+	for _, s := range []string{"192.168.200.12", "127.0.0.1", "localhost", "::1", "", "1.2.3.4%eth0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		err := ValidateNodeIP(s)
+		if err == nil {
+			ip, perr := netip.ParseAddr(s)
+			if perr != nil || ip.IsLoopback() || ip.IsUnspecified() {
+				t.Fatalf("accepted %q", s)
+			}
+		} else if !strings.Contains(err.Error(), "node_ip") {
+			t.Fatalf("error does not name the attribute: %v", err)
+		}
+	})
+}

@@ -1,0 +1,92 @@
+package ray
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestStartArgvHead(t *testing.T) {
+	gpus := int64(1)
+	argv, err := StartArgv(StartOptions{RayCommand: "/opt/ray/bin/ray", Head: true, GCSPort: 6379, NodeIP: "192.168.200.12",
+		NumGPUs: &gpus, Resources: map[string]float64{"spark.head": 1}, DashboardHost: "127.0.0.1",
+		Env: map[string]string{"NCCL_SOCKET_IFNAME": "enp1s0f1np1", "GLOO_SOCKET_IFNAME": "enp1s0f1np1"},
+		ExtraArgs: []string{"--object-store-memory", "1000000000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "env GLOO_SOCKET_IFNAME=enp1s0f1np1 NCCL_SOCKET_IFNAME=enp1s0f1np1 /opt/ray/bin/ray start --head --port 6379 " +
+		"--dashboard-host 127.0.0.1 --node-ip-address 192.168.200.12 --num-gpus 1 --resources {\"spark.head\":1} " +
+		"--disable-usage-stats --object-store-memory 1000000000"
+	if got := strings.Join(argv, " "); got != want {
+		t.Fatalf("argv:\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestStartArgvWorker(t *testing.T) {
+	argv, err := StartArgv(StartOptions{HeadAddress: "192.168.200.12:6379"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(argv, " "); got != "env ray start --address 192.168.200.12:6379 --disable-usage-stats" {
+		t.Fatalf("argv = %s", got)
+	}
+	if _, err := StartArgv(StartOptions{}); err == nil {
+		t.Fatal("a worker without a head address was accepted")
+	}
+	if _, err := StartArgv(StartOptions{Head: true, Env: map[string]string{"BAD=KEY": "x"}}); err == nil {
+		t.Fatal("an env key with '=' was accepted")
+	}
+}
+
+const table = `2026-12-02 INFO some ray log line
+@@nodes {"gcs": "up", "ray_version": "2.52.1", "nodes": [
+{"id": "aa", "alive": true, "ip": "10.1.230.180", "hostname": "spark1", "is_head": true, "resources": {"GPU": 1.0, "node:10.1.230.180": 1.0, "node:__internal_head__": 1.0}, "labels": {}},
+{"id": "bb", "alive": false, "ip": "192.168.200.13", "hostname": "spark2", "is_head": false, "resources": {}, "labels": {}},
+{"id": "cc", "alive": true, "ip": "192.168.200.13", "hostname": "spark2", "is_head": false, "resources": {"GPU": 1.0, "node:192.168.200.13": 1.0}, "labels": {}}]}
+`
+
+func TestParseNodes(t *testing.T) {
+	tb, err := ParseNodes(strings.ReplaceAll(table, "\n{", "{"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tb.GCSUp || tb.RayVersion != "2.52.1" || len(tb.Nodes) != 3 {
+		t.Fatalf("table = %+v", tb)
+	}
+	if n, ok := tb.Alive("192.168.200.13"); !ok || n.ID != "cc" {
+		t.Fatalf("alive lookup skipped the dead row wrongly: %+v", n)
+	}
+	if h, ok := tb.Head(); !ok || h.IP != "10.1.230.180" {
+		t.Fatalf("head = %+v", h)
+	}
+	labels := strings.Join(tb.NodeLabels(), ",")
+	if !strings.Contains(labels, "node:10.1.230.180") || !strings.Contains(labels, "node:192.168.200.13") || strings.Contains(labels, "__internal_head__") {
+		t.Fatalf("labels = %s", labels)
+	}
+}
+
+func TestParseNodesGCSDown(t *testing.T) {
+	tb, err := ParseNodes(`@@nodes {"gcs": "down", "error": "[Errno 111] Connection refused"}`)
+	if err != nil || tb.GCSUp || !strings.Contains(tb.GCSError, "refused") {
+		t.Fatalf("down GCS: %+v %v", tb, err)
+	}
+	if _, err := ParseNodes("Traceback (most recent call last):\n ImportError: ray"); err == nil {
+		t.Fatal("output without a table parsed")
+	}
+}
+
+func FuzzParseNodes(f *testing.F) {
+	f.Add(table)
+	f.Add("@@nodes {}")
+	f.Fuzz(func(t *testing.T, out string) {
+		tb, err := ParseNodes(out)
+		if err != nil {
+			return
+		}
+		for _, n := range tb.Nodes {
+			if got, ok := tb.Alive(n.IP); ok && !got.Alive {
+				t.Fatal("Alive returned a dead node")
+			}
+		}
+	})
+}
