@@ -384,3 +384,4 @@ func (m *Manager) NodeAddresses(ctx context.Context, s Spec, n NodeSpec) ([]stri
 	}
 	return addrs(f), nil
 }
+

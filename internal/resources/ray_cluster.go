@@ -82,7 +82,9 @@ func (r *rayClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 	opts := raycluster.PlanOptions{Known: map[string]string{}}
 	if !creating {
 		opts.HeadRunning = state.Head.Alive.ValueBool()
-		opts.Known[raycluster.HeadName] = state.Head.RegisteredIP.ValueString()
+		if sameNodeIP(state.Head, plan.Head) {
+			opts.Known[raycluster.HeadName] = state.Head.RegisteredIP.ValueString()
+		}
 		for name, w := range plan.Workers {
 			if old, ok := state.Workers[name]; ok && old.Alive.ValueBool() && sameNode(old, w) {
 				opts.Known[name] = old.RegisteredIP.ValueString()
@@ -97,6 +99,12 @@ func (r *rayClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 	addPreflight(&resp.Diagnostics, p.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
+	}
+	if !creating && p.HeadIP != state.Head.RegisteredIP.ValueString() {
+		// The head would register another address: workers and every
+		// client address the cluster by it, so the cluster is replaced.
+		resp.RequiresReplace.Append(path.Root("head").AtName("node_ip"))
+		creating = true
 	}
 
 	plan.ID = plan.Head.SSHHost
@@ -141,9 +149,18 @@ func (r *rayClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
+// sameNodeIP: the new node_ip keeps what Ray registered. Setting node_ip to
+// the address Ray already registered (as after an import) restarts nothing.
+func sameNodeIP(old, b *rayNodeModel) bool {
+	if b.NodeIP.IsNull() {
+		return old.NodeIP.IsNull()
+	}
+	return b.NodeIP.Equal(old.NodeIP) || b.NodeIP.Equal(old.RegisteredIP)
+}
+
 // sameNode: a worker whose Ray-facing settings did not change keeps running.
 func sameNode(a, b *rayNodeModel) bool {
-	return a.SSHHost.Equal(b.SSHHost) && a.NodeIP.Equal(b.NodeIP) &&
+	return a.SSHHost.Equal(b.SSHHost) && sameNodeIP(a, b) &&
 		(b.NumGPUs.IsUnknown() || a.NumGPUs.Equal(b.NumGPUs)) &&
 		(b.Resources.IsUnknown() || a.Resources.Equal(b.Resources)) &&
 		(b.Labels.IsUnknown() || a.Labels.Equal(b.Labels))

@@ -75,10 +75,10 @@ func nodeAttributes(head bool) map[string]schema.Attribute {
 		"ssh_user":  schema.StringAttribute{Optional: true, MarkdownDescription: "SSH user for this node. Default: the provider's `ssh.user`."},
 		"host_key": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.HostKey{}},
 			MarkdownDescription: "Pins this node's SSH host key (authorized_keys-style line); wins over known_hosts."},
-		"node_ip": schema.StringAttribute{Optional: true, PlanModifiers: headReplace, Validators: []validator.String{nodeIPValidator{}},
+		"node_ip": schema.StringAttribute{Optional: true, Validators: []validator.String{nodeIPValidator{}},
 			MarkdownDescription: replace("`--node-ip-address`: the IP Ray registers for this node (`node:<ip>`). Must be a literal IP bound " +
 				"on the node. Null: Ray detects it (head: the route to 8.8.8.8; worker: the route to the head), and the plan shows " +
-				"what it will detect.")},
+				"what it will detect. Setting it to the address Ray already registered changes nothing on the node.")},
 		"num_gpus": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: headReplaceInt,
 			Validators:          []validator.Int64{int64validator.AtLeast(0)},
 			MarkdownDescription: replace("`--num-gpus`. Null: Ray counts them; the state then holds what Ray registered.")},

@@ -126,7 +126,8 @@ func TestAccRayCluster_fabricLifecycle(t *testing.T) {
 				ImportStateId:                        head.SSHHost + "," + w.Name + "=" + w.SSHHost,
 				ImportStateVerify:                    true,
 				ImportStateVerifyIdentifierAttribute: "id",
-				// Not observable from Ray: how it was started.
+				// Not observable from Ray: where its command lives, and whether
+				// the address it registered was given or detected.
 				ImportStateVerifyIgnore: []string{"runtime", "timeouts", "head.node_ip"},
 			},
 			{
