@@ -172,8 +172,12 @@ func ensureNode(ctx context.Context, n *Node, image, authorizedKey string, log f
 			return err
 		}
 	}
+	// Added, not replaced: several checkouts (a CI clone beside a working
+	// copy) may share the one lab, each with its own key.
 	if _, err := docker(ctx, strings.NewReader(authorizedKey), "exec", "-i", n.Container, "sh", "-c",
-		"install -d -m 0700 /root/.ssh && cat > /root/.ssh/authorized_keys && chmod 0600 /root/.ssh/authorized_keys"); err != nil {
+		`install -d -m 0700 /root/.ssh && key=$(cat) && touch /root/.ssh/authorized_keys &&
+		 { grep -qxF "$key" /root/.ssh/authorized_keys || printf '%s\n' "$key" >> /root/.ssh/authorized_keys; } &&
+		 chmod 0600 /root/.ssh/authorized_keys`); err != nil {
 		return err
 	}
 	return waitHostKey(ctx, n)
