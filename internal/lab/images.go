@@ -128,6 +128,16 @@ func RayVersion() string {
 	return ""
 }
 
+// StandinVersion is what the lab's vLLM stand-in reports as its version.
+func StandinVersion() string {
+	b, _ := nodeImage.ReadFile("nodeimage/vllm")
+	m := regexp.MustCompile(`STANDIN_VERSION = "([^"]+)"`).FindSubmatch(b)
+	if m == nil {
+		return ""
+	}
+	return string(m[1])
+}
+
 // ensureWheels downloads the pinned wheels on the host (PyPI is reachable
 // from the host; the image build then needs no network).
 func ensureWheels(ctx context.Context, cacheDir string, log func(string, ...any)) (string, error) {

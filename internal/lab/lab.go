@@ -88,6 +88,7 @@ func Up(ctx context.Context, o Options) (*File, error) {
 		ExternalSubnet: externalSubnet,
 		FabricSubnet:   fabricSubnet,
 		RayVersion:     RayVersion(),
+		VLLMVersion:    StandinVersion(),
 	}
 	for i := 1; i <= o.Nodes; i++ {
 		n := Node{

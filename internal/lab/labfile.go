@@ -23,6 +23,7 @@ type File struct {
 	FabricSubnet   string `json:"fabric_subnet"`
 	RayVersion     string `json:"ray_version"`
 	PythonVersion  string `json:"python_version"`
+	VLLMVersion    string `json:"vllm_version"` // the lab's vLLM stand-in (a test double), not vLLM
 	Nodes          []Node `json:"nodes"`
 }
 

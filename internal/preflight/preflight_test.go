@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
+	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 )
 
 // spark builds the facts of a multi-homed box: external on enP7s7 (default
@@ -26,10 +27,10 @@ func head(nodeIP string) Node {
 		Facts: spark("10.1.230.180", "192.168.200.12", "2.52.1", "3.12.3")}
 }
 
-func worker(nodeIP string, route *nodefacts.Route) Node {
+func worker(route *nodefacts.Route) Node {
 	f := spark("10.1.230.181", "192.168.200.13", "2.52.1", "3.12.3")
 	f.RouteTo = route
-	return Node{Name: "spark2", Path: []string{"workers", "[spark2]"}, SSHHost: "10.1.230.181", NodeIP: nodeIP, Facts: f}
+	return Node{Name: "spark2", Path: []string{"workers", "[spark2]"}, SSHHost: "10.1.230.181", Facts: f}
 }
 
 func one(t *testing.T, got []Diagnostic, want ...string) {
@@ -95,11 +96,11 @@ func TestPredictHeadIP(t *testing.T) {
 }
 
 func TestPredictWorkerIPFollowsRouteToHead(t *testing.T) {
-	w := worker("", &nodefacts.Route{Dst: "192.168.200.12", Dev: "enp1s0f1np1", Src: "192.168.200.13"})
+	w := worker(&nodefacts.Route{Dst: "192.168.200.12", Dev: "enp1s0f1np1", Src: "192.168.200.13"})
 	if ip, d := PredictWorkerIP(w, "192.168.200.12"); ip != "192.168.200.13" || d != nil {
 		t.Fatalf("worker predicts %q %v, want its fabric address", ip, d)
 	}
-	_, d := PredictWorkerIP(worker("", nil), "192.168.200.12")
+	_, d := PredictWorkerIP(worker(nil), "192.168.200.12")
 	one(t, d, "spark2", "no route", "192.168.200.12")
 }
 
@@ -119,7 +120,7 @@ func TestWorkerReachesHead(t *testing.T) {
 		{"port closed", direct, "closed Connection refused", []string{"Connection refused", "192.168.200.12:6379"}},
 	}
 	for _, c := range cases {
-		w := worker("", c.route)
+		w := worker(c.route)
 		w.Facts.TCP = c.tcp
 		d := WorkerReachesHead(w, "192.168.200.12", 6379)
 		if c.want == nil {
@@ -133,7 +134,7 @@ func TestWorkerReachesHead(t *testing.T) {
 }
 
 func TestUniqueIPs(t *testing.T) {
-	nodes := []Node{head(""), worker("", nil)}
+	nodes := []Node{head(""), worker(nil)}
 	if d := UniqueIPs(nodes, map[string]string{"head": "10.0.0.1", "spark2": "10.0.0.2"}); d != nil {
 		t.Fatal(d)
 	}
@@ -141,7 +142,7 @@ func TestUniqueIPs(t *testing.T) {
 }
 
 func TestSameVersions(t *testing.T) {
-	h, w := head(""), worker("", nil)
+	h, w := head(""), worker(nil)
 	if d := SameVersions([]Node{h, w}); d != nil {
 		t.Fatal(d)
 	}
@@ -157,7 +158,7 @@ func TestSameVersions(t *testing.T) {
 }
 
 func TestInterfaces(t *testing.T) {
-	nodes := []Node{head(""), worker("", nil)}
+	nodes := []Node{head(""), worker(nil)}
 	onFabric := map[string]string{"head": "192.168.200.12", "spark2": "192.168.200.13"}
 	if d := Interfaces(map[string]string{"NCCL_SOCKET_IFNAME": "enp1s0f1np1", "UCX_NET_DEVICES": "mlx5_0:1"}, nodes, onFabric); d != nil {
 		t.Fatal(d)
@@ -218,4 +219,50 @@ func FuzzValidateNodeIP(f *testing.F) {
 			t.Fatalf("error does not name the attribute: %v", err)
 		}
 	})
+}
+
+func fieldReportTable() *ray.Table {
+	return &ray.Table{GCSUp: true, Nodes: []ray.Node{
+		{ID: "a", Alive: true, IP: "10.1.230.180", IsHead: true, Resources: map[string]float64{"GPU": 1, "node:10.1.230.180": 1}},
+		{ID: "b", Alive: true, IP: "10.1.230.181", Resources: map[string]float64{"GPU": 1, "node:10.1.230.181": 1}},
+	}}
+}
+
+func TestPlacementIdentityFieldReport(t *testing.T) {
+	// Ray registered the head under its external address; VLLM_HOST_IP is the fabric one.
+	d := PlacementIdentity(Placement{PlacementIP: "192.168.200.12", HostIPGiven: true, HeadIP: "10.1.230.180", Table: fieldReportTable()})
+	one(t, d, "node:192.168.200.12", "node:10.1.230.180 (head, 1 GPU)", "node:10.1.230.181 (worker, 1 GPU)",
+		`host_ip = "10.1.230.180"`, `node_ip = "192.168.200.12"`, "No available node types can fulfill resource request")
+	if d[0].Attr[0] != "host_ip" {
+		t.Fatalf("attr = %v", d[0].Attr)
+	}
+}
+
+func TestPlacementIdentity(t *testing.T) {
+	tbl := fieldReportTable()
+	if d := PlacementIdentity(Placement{PlacementIP: "10.1.230.180", HostIPGiven: true, HeadIP: "10.1.230.180", Table: tbl}); d != nil {
+		t.Fatal("matching address refused:", d)
+	}
+	// Before the cluster exists: checked against the planned head address.
+	if d := PlacementIdentity(Placement{PlacementIP: "192.168.200.12", HeadIP: "192.168.200.12"}); d != nil {
+		t.Fatal(d)
+	}
+	one(t, PlacementIdentity(Placement{PlacementIP: "10.1.230.180", HeadIP: "192.168.200.12"}),
+		"vLLM's own detection", "planned address")
+	// A worker's label: placeable, but not where vllm serve runs.
+	one(t, PlacementIdentity(Placement{PlacementIP: "10.1.230.181", HostIPGiven: true, HeadIP: "10.1.230.180", Table: tbl}),
+		"belongs to a worker")
+}
+
+func TestParallelFits(t *testing.T) {
+	tbl := fieldReportTable()
+	if d := ParallelFits(Placement{TP: 2, PP: 1, Table: tbl}); d != nil {
+		t.Fatal(d)
+	}
+	one(t, ParallelFits(Placement{TP: 3, PP: 1, Table: tbl}), "3 x pipeline_parallel_size 1 = 3 GPUs", "have 2")
+	tbl.Nodes[1].Alive = false
+	one(t, ParallelFits(Placement{TP: 2, PP: 1, Table: tbl}), "have 1")
+	if d := ParallelFits(Placement{TP: 8, PP: 8}); d != nil {
+		t.Fatal("no table: nothing to check yet, but flagged")
+	}
 }

@@ -9,7 +9,7 @@ func TestStartArgvHead(t *testing.T) {
 	gpus := int64(1)
 	argv, err := StartArgv(StartOptions{RayCommand: "/opt/ray/bin/ray", Head: true, GCSPort: 6379, NodeIP: "192.168.200.12",
 		NumGPUs: &gpus, Resources: map[string]float64{"spark.head": 1}, DashboardHost: "127.0.0.1",
-		Env: map[string]string{"NCCL_SOCKET_IFNAME": "enp1s0f1np1", "GLOO_SOCKET_IFNAME": "enp1s0f1np1"},
+		Env:       map[string]string{"NCCL_SOCKET_IFNAME": "enp1s0f1np1", "GLOO_SOCKET_IFNAME": "enp1s0f1np1"},
 		ExtraArgs: []string{"--object-store-memory", "1000000000"}})
 	if err != nil {
 		t.Fatal(err)

@@ -344,7 +344,7 @@ func (m *Manager) WaitRegistered(ctx context.Context, s Spec, gcsAddr string, wa
 			if lastErr == nil {
 				lastErr = ctx.Err()
 			}
-			return last, fmt.Errorf("%w (gave up: %v)", lastErr, ctx.Err())
+			return last, fmt.Errorf("%w (gave up: %w)", lastErr, ctx.Err())
 		case <-time.After(time.Second):
 		}
 	}
@@ -384,4 +384,3 @@ func (m *Manager) NodeAddresses(ctx context.Context, s Spec, n NodeSpec) ([]stri
 	}
 	return addrs(f), nil
 }
-

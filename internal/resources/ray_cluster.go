@@ -248,7 +248,7 @@ func (r *rayClusterResource) Create(ctx context.Context, req resource.CreateRequ
 		}
 		return
 	}
-	resp.Diagnostics.Append(fill(&plan, t)...)
+	fill(&plan, t)
 	plan.ID = plan.Head.SSHHost
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
@@ -296,8 +296,7 @@ func allEndpoints(specs ...raycluster.Spec) []transport.Endpoint {
 
 // fill copies Ray's node table into the model: nodes are matched by the IP
 // they registered.
-func fill(m *clusterModel, t ray.Table) diag.Diagnostics {
-	var diags diag.Diagnostics
+func fill(m *clusterModel, t ray.Table) {
 	m.RayVersion = types.StringValue(t.RayVersion)
 	m.HeadAddress = types.StringValue(m.gcsAddr())
 	if n, ok := t.Alive(m.Head.RegisteredIP.ValueString()); ok {
@@ -324,7 +323,6 @@ func fill(m *clusterModel, t ray.Table) diag.Diagnostics {
 			w.Labels = types.MapNull(types.StringType)
 		}
 	}
-	return diags
 }
 
 func (r *rayClusterResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -363,7 +361,7 @@ func (r *rayClusterResource) Read(ctx context.Context, req resource.ReadRequest,
 		resp.State.RemoveResource(ctx)
 		return
 	}
-	resp.Diagnostics.Append(fill(&state, t)...)
+	fill(&state, t)
 	var dead []string
 	for name, w := range state.Workers {
 		if !w.Alive.ValueBool() {
@@ -493,7 +491,7 @@ func (r *rayClusterResource) Update(ctx context.Context, req resource.UpdateRequ
 		}
 	}
 	plan.Head.NodeID = state.Head.NodeID
-	resp.Diagnostics.Append(fill(&plan, t)...)
+	fill(&plan, t)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 

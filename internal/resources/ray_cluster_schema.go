@@ -72,7 +72,7 @@ func nodeAttributes(head bool) map[string]schema.Attribute {
 			Validators:          []validator.String{stringvalidator.LengthAtLeast(1)}},
 		"ssh_port": schema.Int64Attribute{Optional: true, MarkdownDescription: "SSH port for this node. Default: the provider's `ssh.port`.",
 			Validators: []validator.Int64{int64validator.Between(1, 65535)}},
-		"ssh_user":  schema.StringAttribute{Optional: true, MarkdownDescription: "SSH user for this node. Default: the provider's `ssh.user`."},
+		"ssh_user": schema.StringAttribute{Optional: true, MarkdownDescription: "SSH user for this node. Default: the provider's `ssh.user`."},
 		"host_key": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.HostKey{}},
 			MarkdownDescription: "Pins this node's SSH host key (authorized_keys-style line); wins over known_hosts."},
 		"node_ip": schema.StringAttribute{Optional: true, Validators: []validator.String{nodeIPValidator{}},
@@ -108,7 +108,7 @@ func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"head": schema.SingleNestedAttribute{Required: true, Attributes: nodeAttributes(true),
 				MarkdownDescription: "The head node: runs the GCS that workers join."},
 			"workers": schema.MapNestedAttribute{Optional: true,
-				NestedObject: schema.NestedAttributeObject{Attributes: nodeAttributes(false)},
+				NestedObject:        schema.NestedAttributeObject{Attributes: nodeAttributes(false)},
 				MarkdownDescription: "Worker nodes, keyed by a stable name: adding or removing one never touches the others or the head."},
 			"runtime": schema.SingleNestedAttribute{Optional: true, PlanModifiers: replaceObj,
 				MarkdownDescription: "Where Ray runs on each node: `host` (default) or `container`. Exactly one.",
@@ -151,7 +151,7 @@ func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 				MarkdownDescription: "`--dashboard-host`. Default `127.0.0.1`; `0.0.0.0` exposes the dashboard (and job submission) to the network, with a plan warning."},
 			"head_address": schema.StringAttribute{Computed: true, MarkdownDescription: "`<head registered ip>:<gcs_port>`: the address workers (and vLLM's `ray_address`) join."},
 			"ray_version":  schema.StringAttribute{Computed: true, MarkdownDescription: "Ray version running on the cluster."},
-			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"timeouts":     timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
 }

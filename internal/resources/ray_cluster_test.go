@@ -143,7 +143,7 @@ func TestAccRayCluster_fabricLifecycle(t *testing.T) {
 				Check: func(*terraform.State) error {
 					out, err := acctest.NodeProcesses(w)
 					if err != nil || out != "" {
-						return fmt.Errorf("Ray still on the removed worker %s: %q %v", w.Name, out, err)
+						return fmt.Errorf("Ray still on the removed worker %s: %q %w", w.Name, out, err)
 					}
 					return nil
 				},

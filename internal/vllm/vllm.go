@@ -1,0 +1,196 @@
+// Package vllm builds what it takes to run `vllm serve` on a Ray head: the
+// command line, the environment file, the launch and stop scripts, a parser
+// for a running server's command line (import), and the readiness gate.
+// Building is pure; only WaitReady does I/O, through the client it is given.
+package vllm
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ServeOptions describe one `vllm serve`.
+type ServeOptions struct {
+	Command    string // default "vllm"
+	Model      string
+	ServedName string
+	TP, PP     int
+	Port       int
+	ExtraArgs  []string
+}
+
+// ServeArgv is the argv of `vllm serve`. The API key is never here: it
+// travels in the 0600 environment file as VLLM_API_KEY.
+func ServeArgv(o ServeOptions) []string {
+	cmd := o.Command
+	if cmd == "" {
+		cmd = "vllm"
+	}
+	argv := []string{cmd, "serve", o.Model}
+	if o.ServedName != "" {
+		argv = append(argv, "--served-model-name", o.ServedName)
+	}
+	argv = append(argv,
+		"--tensor-parallel-size", strconv.Itoa(o.TP),
+		"--pipeline-parallel-size", strconv.Itoa(o.PP),
+		"--distributed-executor-backend", "ray",
+		"--host", "0.0.0.0",
+		"--port", strconv.Itoa(o.Port))
+	return append(argv, o.ExtraArgs...)
+}
+
+// ParseServeArgv reads a running server's command line (NUL-separated, as
+// /proc/<pid>/cmdline has it) back into options: how an import learns what
+// is being served.
+func ParseServeArgv(cmdline string) (ServeOptions, error) {
+	args := strings.Split(strings.TrimRight(cmdline, "\x00"), "\x00")
+	i := 0
+	for i < len(args) && args[i] != "serve" {
+		i++
+	}
+	if i >= len(args)-1 {
+		return ServeOptions{}, fmt.Errorf("not a `vllm serve` command line: %q", strings.Join(args, " "))
+	}
+	// The word before "serve" is the vllm command (after an interpreter,
+	// when the kernel ran it through its #! line).
+	o := ServeOptions{Command: "vllm", Model: args[i+1], TP: 1, PP: 1, Port: 8000}
+	if i > 0 {
+		o.Command = args[i-1]
+	}
+	rest := args[i+2:]
+	for j := 0; j < len(rest); j++ {
+		flag, val, hasEq := strings.Cut(rest[j], "=")
+		next := func() string {
+			if hasEq {
+				return val
+			}
+			if j+1 < len(rest) {
+				j++
+				return rest[j]
+			}
+			return ""
+		}
+		var err error
+		switch flag {
+		case "--served-model-name":
+			o.ServedName = next()
+		case "--tensor-parallel-size", "-tp":
+			o.TP, err = strconv.Atoi(next())
+		case "--pipeline-parallel-size", "-pp":
+			o.PP, err = strconv.Atoi(next())
+		case "--port":
+			o.Port, err = strconv.Atoi(next())
+		case "--host", "--distributed-executor-backend":
+			next()
+		default:
+			o.ExtraArgs = append(o.ExtraArgs, rest[j])
+		}
+		if err != nil {
+			return ServeOptions{}, fmt.Errorf("%s: %w", flag, err)
+		}
+	}
+	return o, nil
+}
+
+// ValidateHostIP is the config-time check of host_ip (VLLM_HOST_IP): vLLM
+// uses any string unvalidated, so a hostname or a stray character becomes a
+// node:<value> label no Ray node can ever carry (D2).
+func ValidateHostIP(v string) error {
+	ip, err := netip.ParseAddr(v)
+	if err != nil {
+		return fmt.Errorf("host_ip = %q is not an IP address: vLLM pins its placement group to node:%s, and Ray labels "+
+			"nodes by IP only, so no node could ever match. Give the literal IP Ray registered for the head, e.g. \"10.1.230.180\"", v, v)
+	}
+	if ip.IsLoopback() || ip.IsUnspecified() {
+		return fmt.Errorf("host_ip = %q: Ray never registers a node as %s, so vLLM's placement group could not be placed. "+
+			"Give the IP Ray registered for the head", v, v)
+	}
+	return nil
+}
+
+// EnvFile renders environment variables as a file `sh` can source with
+// `set -a`: every value single-quoted, keys checked.
+func EnvFile(env map[string]string) ([]byte, error) {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		if !validName(k) {
+			return nil, fmt.Errorf("env key %q is not a valid environment variable name", k)
+		}
+		b.WriteString(k + "='" + strings.ReplaceAll(env[k], "'", `'\''`) + "'\n")
+	}
+	return []byte(b.String()), nil
+}
+
+func validName(k string) bool {
+	if k == "" || (k[0] >= '0' && k[0] <= '9') {
+		return false
+	}
+	for _, r := range k {
+		ok := r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Dir is where a deployment on port keeps its env file, pid and log (a
+// 0700 directory; the env file in it is 0600).
+func Dir(port int) string {
+	return fmt.Sprintf("/tmp/terraform-provider-spark/vllm-%d", port)
+}
+
+// LaunchScript starts the server detached from the SSH session. $1 is the
+// state directory, $2 an optional API key file on the node, the rest the
+// serve argv. It prints "<pid>:<start time>": the process identity, which
+// survives neither a restart nor PID reuse.
+const LaunchScript = `dir=$1 keyfile=$2; shift 2
+mkdir -p "$dir" && chmod 700 "$dir" && cd "$dir" || exit 1
+if [ -f pid ] && kill -0 "$(cat pid)" 2>/dev/null; then
+  echo "a vLLM server started by this provider is already running (pid $(cat pid))" >&2; exit 3
+fi
+: > server.log
+setsid sh -c 'set -a; . ./env; if [ -n "$1" ]; then VLLM_API_KEY=$(cat "$1") || exit 1; fi; set +a; shift; exec "$@"' sh "$keyfile" "$@" >> server.log 2>&1 < /dev/null &
+pid=$!
+echo "$pid" > pid
+start=$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f20)
+echo "$pid:$start"`
+
+// StatusScript prints "alive" when the process with identity $1
+// ("pid:start") still runs, else "gone".
+const StatusScript = `pid=${1%%:*} start=${1#*:}
+if [ -r "/proc/$pid/stat" ] && [ "$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f20)" = "$start" ]; then echo alive; else echo gone; fi`
+
+// StopScript stops the server: SIGTERM to its process group, SIGKILL after
+// $3 seconds, then checks port $2 is closed. $1 is the identity.
+const StopScript = `pid=${1%%:*} start=${1#*:} port=$2 grace=$3
+same() { [ -r "/proc/$pid/stat" ] && [ "$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f20)" = "$start" ]; }
+if [ -n "$pid" ] && same; then
+  kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
+  i=0; while same && [ "$i" -lt "$grace" ]; do sleep 1; i=$((i+1)); done
+  same && { kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid"; sleep 1; }
+fi
+for i in 1 2 3 4 5 6 7 8 9 10; do
+  [ -z "$(ss -Hltn "sport = :$port" 2>/dev/null)" ] && exit 0
+  sleep 1
+done
+echo "port $port is still open after stopping vLLM: $(ss -Hltnp "sport = :$port")" >&2
+exit 1`
+
+// FindScript prints the identity and NUL-separated command line of the
+// process listening on port $1 (for import), or exits 4 when none does.
+const FindScript = `pid=$(ss -Hltnp "sport = :$1" 2>/dev/null | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -n 1)
+[ -n "$pid" ] || { echo "nothing listens on port $1" >&2; exit 4; }
+echo "$pid:$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f20)"
+cat "/proc/$pid/cmdline"`
+
+// LogTailScript prints the last $2 lines of the server log in $1.
+const LogTailScript = `tail -n "$2" "$1/server.log" 2>/dev/null`
