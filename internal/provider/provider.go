@@ -296,7 +296,7 @@ func expandHome(p string) string {
 }
 
 func (p *sparkProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{resources.NewRayCluster}
+	return []func() resource.Resource{resources.NewRayCluster, resources.NewVLLMDeployment}
 }
 
 func (p *sparkProvider) DataSources(context.Context) []func() datasource.DataSource {

@@ -190,6 +190,8 @@ exit 1`
 const FindScript = `pid=$(ss -Hltnp "sport = :$1" 2>/dev/null | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -n 1)
 [ -n "$pid" ] || { echo "nothing listens on port $1" >&2; exit 4; }
 echo "$pid:$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f20)"
+tr '\0' '\n' < "/proc/$pid/environ" | grep -E '^(VLLM_HOST_IP|RAY_ADDRESS)=' || true
+echo @@cmdline
 cat "/proc/$pid/cmdline"`
 
 // LogTailScript prints the last $2 lines of the server log in $1.

@@ -1,0 +1,542 @@
+package resources
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
+	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
+	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
+	"github.com/lab-infra/terraform-provider-spark/internal/ray"
+	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
+	"github.com/lab-infra/terraform-provider-spark/internal/transport"
+	"github.com/lab-infra/terraform-provider-spark/internal/vllm"
+)
+
+var (
+	_ resource.ResourceWithModifyPlan  = (*vllmResource)(nil)
+	_ resource.ResourceWithImportState = (*vllmResource)(nil)
+	_ resource.ResourceWithConfigure   = (*vllmResource)(nil)
+)
+
+// NewVLLMDeployment is the spark_vllm_deployment resource.
+func NewVLLMDeployment() resource.Resource { return &vllmResource{} }
+
+type vllmResource struct {
+	pool *transport.Pool
+	mgr  *raycluster.Manager
+}
+
+type vllmModel struct {
+	ID              types.String   `tfsdk:"id"`
+	Head            *headAccess    `tfsdk:"head"`
+	Runtime         *runtimeModel  `tfsdk:"runtime"`
+	RayAddress      types.String   `tfsdk:"ray_address"`
+	Model           types.String   `tfsdk:"model"`
+	ServedModelName types.String   `tfsdk:"served_model_name"`
+	TP              types.Int64    `tfsdk:"tensor_parallel_size"`
+	PP              types.Int64    `tfsdk:"pipeline_parallel_size"`
+	HostIP          types.String   `tfsdk:"host_ip"`
+	Port            types.Int64    `tfsdk:"port"`
+	APIKeyWO        types.String   `tfsdk:"api_key_wo"`
+	APIKeyWOVersion types.Int64    `tfsdk:"api_key_wo_version"`
+	APIKeyFile      types.String   `tfsdk:"api_key_file"`
+	Env             types.Map      `tfsdk:"env"`
+	ExtraArgs       types.List     `tfsdk:"extra_args"`
+	VLLMCommand     types.String   `tfsdk:"vllm_command"`
+	Endpoint        types.String   `tfsdk:"endpoint"`
+	PlacementIP     types.String   `tfsdk:"placement_ip"`
+	ProcessIdentity types.String   `tfsdk:"process_identity"`
+	Status          types.String   `tfsdk:"status"`
+	Timeouts        timeouts.Value `tfsdk:"timeouts"`
+}
+
+type headAccess struct {
+	providerdata.NodeAccess
+}
+
+const statusServing = "serving"
+
+func (r *vllmResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_vllm_deployment"
+}
+
+type hostIPValidator struct{}
+
+func (hostIPValidator) Description(context.Context) string { return "a literal IP address" }
+func (v hostIPValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+func (hostIPValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if err := vllm.ValidateHostIP(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid host_ip", err.Error())
+	}
+}
+
+func (r *vllmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	access := nodeAttributes(false)
+	headAttrs := map[string]schema.Attribute{}
+	for _, k := range []string{"ssh_host", "ssh_port", "ssh_user", "host_key"} {
+		headAttrs[k] = access[k]
+	}
+	headAttrs["ssh_host"] = schema.StringAttribute{Required: true,
+		PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+		MarkdownDescription: "The Ray head's SSH address: `vllm serve` runs there. Changing it moves the deployment."}
+	restart := "Changing it restarts the server in place, behind the same readiness gate."
+	var rt resource.SchemaResponse
+	(&rayClusterResource{}).Schema(ctx, resource.SchemaRequest{}, &rt)
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "`vllm serve` on the head of a Ray cluster. The plan checks, from Ray's live node table, that the " +
+			"address vLLM pins its placement group to (`host_ip`, else vLLM's own detection on the head) is the address Ray " +
+			"registered for the head, and that tensor x pipeline parallel size fits the GPUs Ray registered. Create waits until " +
+			"`/health`, `/v1/models` and a 1-token completion all answer.",
+		Attributes: map[string]schema.Attribute{
+			"id":          schema.StringAttribute{Computed: true, MarkdownDescription: "`<ssh_host>:<port>`.", PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"head":        schema.SingleNestedAttribute{Required: true, Attributes: headAttrs, MarkdownDescription: "The Ray head, where `vllm serve` runs."},
+			"runtime":     rt.Schema.Attributes["runtime"],
+			"ray_address": schema.StringAttribute{Required: true, MarkdownDescription: "`<head registered ip>:<gcs port>`, usually `spark_ray_cluster.<name>.head_address`. Set as `RAY_ADDRESS` so vLLM joins that cluster and never starts its own."},
+			"model":       schema.StringAttribute{Required: true, MarkdownDescription: "Model to serve (a Hugging Face name or a path on the head). " + restart},
+			"served_model_name": schema.StringAttribute{Optional: true, Computed: true,
+				MarkdownDescription: "Name clients use (`--served-model-name`). Default: `model`. " + restart},
+			"tensor_parallel_size": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1),
+				Validators: []validator.Int64{int64validator.AtLeast(1)}, MarkdownDescription: "`--tensor-parallel-size`. " + restart},
+			"pipeline_parallel_size": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1),
+				Validators: []validator.Int64{int64validator.AtLeast(1)}, MarkdownDescription: "`--pipeline-parallel-size`. " + restart},
+			"host_ip": schema.StringAttribute{Optional: true, Validators: []validator.String{hostIPValidator{}},
+				MarkdownDescription: "`VLLM_HOST_IP`. Must be the IP Ray registered for the head (checked at plan). Null: vLLM's own " +
+					"detection on the head (the route to 8.8.8.8), shown as `placement_ip`. " + restart},
+			"port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(8000),
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplace()},
+				Validators:    []validator.Int64{int64validator.Between(1, 65535)}, MarkdownDescription: "HTTP port. Default 8000."},
+			"api_key_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
+				Validators: []validator.String{stringvalidator.ConflictsWith(path.MatchRoot("api_key_file"))},
+				MarkdownDescription: "API key clients must send (`VLLM_API_KEY`). Write-only (Terraform/OpenTofu 1.11+): never stored in " +
+					"state or plan, never in the process's argv. Bump `api_key_wo_version` to rotate."},
+			"api_key_wo_version": schema.Int64Attribute{Optional: true, MarkdownDescription: "Change to restart with a new `api_key_wo`."},
+			"api_key_file": schema.StringAttribute{Optional: true,
+				MarkdownDescription: "Alternative to `api_key_wo` for older CLIs: a file on the head holding the key, read there at launch."},
+			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Environment for `vllm serve` (e.g. `NCCL_SOCKET_IFNAME`); interface names are checked on the head. " + restart},
+			"extra_args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Extra `vllm serve` arguments, each passed as one quoted argument. " + restart},
+			"vllm_command":     schema.StringAttribute{Optional: true, MarkdownDescription: "Path of `vllm` on the head. Default: `vllm`."},
+			"endpoint":         schema.StringAttribute{Computed: true, MarkdownDescription: "OpenAI base URL on the head's SSH address: `http://<ssh_host>:<port>/v1`."},
+			"placement_ip":     schema.StringAttribute{Computed: true, MarkdownDescription: "The address vLLM pins bundle 0 of its placement group to (`node:<ip>`)."},
+			"process_identity": schema.StringAttribute{Computed: true, MarkdownDescription: "`<pid>:<start time>` of the server process."},
+			"status":           schema.StringAttribute{Computed: true, MarkdownDescription: "`serving` when the process runs and `/health` answers; otherwise what was found. Planned as `serving`."},
+			"timeouts":         timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+		},
+	}
+}
+
+func (r *vllmResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	data, diags := providerdata.From(req.ProviderData)
+	resp.Diagnostics.Append(diags...)
+	if data != nil {
+		r.pool = data.Pool
+		r.mgr = &raycluster.Manager{Pool: data.Pool}
+	}
+}
+
+func (m *vllmModel) servedName() string {
+	if !m.ServedModelName.IsNull() && !m.ServedModelName.IsUnknown() && m.ServedModelName.ValueString() != "" {
+		return m.ServedModelName.ValueString()
+	}
+	return m.Model.ValueString()
+}
+
+func (m *vllmModel) clusterSpec(ctx context.Context) (raycluster.Spec, diag.Diagnostics) {
+	cm := clusterModel{Runtime: m.Runtime}
+	rt, diags := cm.runtime(ctx)
+	if rt.Container != nil {
+		diags.AddAttributeError(path.Root("runtime"), "Container runtime not supported yet for vLLM",
+			"spark_vllm_deployment runs vllm serve with the host runtime only for now; set runtime = { host = { ... } }.")
+	}
+	return raycluster.Spec{Runtime: rt, Head: raycluster.NodeSpec{Name: raycluster.HeadName, Endpoint: m.Head.Endpoint()}}, diags
+}
+
+// check runs the placement rules against the head and Ray's live table.
+// It returns the placement IP it found.
+func (r *vllmResource) check(ctx context.Context, m *vllmModel, diags *diag.Diagnostics) string {
+	spec, d := m.clusterSpec(ctx)
+	diags.Append(d...)
+	if diags.HasError() {
+		return ""
+	}
+	conn, err := r.pool.Get(ctx, m.Head.Endpoint())
+	if err != nil {
+		diags.AddAttributeError(path.Root("head").AtName("ssh_host"), "Cannot reach the head", err.Error())
+		return ""
+	}
+	res, err := conn.Run(ctx, transport.Cmd{Step: "read head facts", Argv: transport.Script(nodefacts.Script, spec.Runtime.Ray())})
+	if err != nil {
+		diags.AddAttributeError(path.Root("head").AtName("ssh_host"), "Cannot read the head", err.Error())
+		return ""
+	}
+	facts, err := nodefacts.Parse(string(res.Stdout))
+	if err != nil {
+		diags.AddError("Cannot read the head", err.Error())
+		return ""
+	}
+	placement := m.HostIP.ValueString()
+	if m.HostIP.IsNull() {
+		placement = facts.DefaultRouteIP
+	}
+	headIP, _, err := net.SplitHostPort(m.RayAddress.ValueString())
+	if err != nil {
+		diags.AddAttributeError(path.Root("ray_address"), "Invalid ray_address",
+			fmt.Sprintf("ray_address = %q is not <ip>:<port>: use spark_ray_cluster.<name>.head_address", m.RayAddress.ValueString()))
+		return ""
+	}
+	var table *ray.Table
+	if t, err := r.mgr.Table(ctx, spec, m.RayAddress.ValueString()); err == nil && t.GCSUp {
+		table = &t
+	} else if err != nil {
+		tflog.Debug(ctx, "no live Ray node table for the vLLM plan check", map[string]any{"error": err.Error()})
+	}
+	p := preflight.Placement{PlacementIP: placement, HostIPGiven: !m.HostIP.IsNull(), HeadIP: headIP, Table: table,
+		TP: int(m.TP.ValueInt64()), PP: int(m.PP.ValueInt64())}
+	found := append(preflight.PlacementIdentity(p), preflight.ParallelFits(p)...)
+	var env map[string]string
+	if !m.Env.IsNull() {
+		diags.Append(m.Env.ElementsAs(ctx, &env, false)...)
+	}
+	head := preflight.Node{Name: raycluster.HeadName, SSHHost: m.Head.SSHHost.ValueString(), Facts: facts}
+	found = append(found, preflight.Interfaces(env, []preflight.Node{head}, map[string]string{raycluster.HeadName: headIP})...)
+	addPreflight(diags, found)
+	return placement
+}
+
+func (r *vllmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || r.pool == nil {
+		return
+	}
+	var plan, config vllmModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if plan.ServedModelName.IsUnknown() && !plan.Model.IsUnknown() {
+		plan.ServedModelName = types.StringValue(plan.Model.ValueString())
+	}
+	if !plan.Head.SSHHost.IsUnknown() && !plan.Port.IsUnknown() {
+		plan.ID = types.StringValue(net.JoinHostPort(plan.Head.SSHHost.ValueString(), strconv.FormatInt(plan.Port.ValueInt64(), 10)))
+		plan.Endpoint = types.StringValue("http://" + plan.ID.ValueString() + "/v1")
+	}
+	plan.Status = types.StringValue(statusServing)
+	var state *vllmModel
+	if !req.State.Raw.IsNull() {
+		state = &vllmModel{}
+		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+	}
+	if unknownAny(config.RayAddress, config.Head.SSHHost, config.HostIP, config.Model, config.TP, config.PP) || config.Env.IsUnknown() {
+		// The cluster is being created in this plan: the same check runs at apply, before launch.
+		plan.PlacementIP = types.StringUnknown()
+		plan.ProcessIdentity = types.StringUnknown()
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		return
+	}
+	placement := r.check(ctx, &plan, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	plan.PlacementIP = types.StringValue(placement)
+	if state != nil && !needsRestart(state, &plan) && state.Status.ValueString() == statusServing {
+		plan.ProcessIdentity = state.ProcessIdentity
+	} else {
+		plan.ProcessIdentity = types.StringUnknown()
+	}
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+func unknownAny(vs ...attr.Value) bool {
+	for _, v := range vs {
+		if v.IsUnknown() {
+			return true
+		}
+	}
+	return false
+}
+
+// needsRestart: anything the server was started with changed.
+func needsRestart(old, n *vllmModel) bool {
+	return !old.Model.Equal(n.Model) || !old.ServedModelName.Equal(n.ServedModelName) || !old.TP.Equal(n.TP) ||
+		!old.PP.Equal(n.PP) || !old.HostIP.Equal(n.HostIP) || !old.Env.Equal(n.Env) || !old.ExtraArgs.Equal(n.ExtraArgs) ||
+		!old.APIKeyWOVersion.Equal(n.APIKeyWOVersion) || !old.APIKeyFile.Equal(n.APIKeyFile) ||
+		!old.RayAddress.Equal(n.RayAddress) || !old.VLLMCommand.Equal(n.VLLMCommand)
+}
+
+func (r *vllmResource) server(ctx context.Context, m *vllmModel) (vllm.Server, error) {
+	conn, err := r.pool.Get(ctx, m.Head.Endpoint())
+	if err != nil {
+		return vllm.Server{}, err
+	}
+	return vllm.Server{Conn: conn, Port: int(m.Port.ValueInt64())}, nil
+}
+
+// launch starts the server and gates on readiness; on failure it stops it
+// and reports the server log's tail, so nothing is left running.
+func (r *vllmResource) launch(ctx context.Context, m *vllmModel, apiKey string, diags *diag.Diagnostics) {
+	placement := r.check(ctx, m, diags) // values unknown at plan are known now: check before launch
+	if diags.HasError() {
+		return
+	}
+	srv, err := r.server(ctx, m)
+	if err != nil {
+		diags.AddError("Cannot reach the head", err.Error())
+		return
+	}
+	env := map[string]string{}
+	if !m.Env.IsNull() {
+		diags.Append(m.Env.ElementsAs(ctx, &env, false)...)
+	}
+	env["RAY_ADDRESS"] = m.RayAddress.ValueString()
+	if !m.HostIP.IsNull() {
+		env["VLLM_HOST_IP"] = m.HostIP.ValueString()
+	}
+	if apiKey != "" {
+		env["VLLM_API_KEY"] = apiKey
+	}
+	var extra []string
+	if !m.ExtraArgs.IsNull() {
+		diags.Append(m.ExtraArgs.ElementsAs(ctx, &extra, false)...)
+	}
+	argv := vllm.ServeArgv(vllm.ServeOptions{Command: m.VLLMCommand.ValueString(), Model: m.Model.ValueString(),
+		ServedName: m.servedName(), TP: int(m.TP.ValueInt64()), PP: int(m.PP.ValueInt64()), Port: int(m.Port.ValueInt64()), ExtraArgs: extra})
+	id, err := srv.Launch(ctx, env, m.APIKeyFile.ValueString(), argv)
+	if err != nil {
+		diags.AddError("Cannot launch vllm serve", err.Error())
+		return
+	}
+	key := apiKey
+	if key == "" && !m.APIKeyFile.IsNull() {
+		res, err := srv.Conn.Run(ctx, transport.Cmd{Step: "read api_key_file", Argv: []string{"cat", m.APIKeyFile.ValueString()}})
+		if err != nil {
+			diags.AddAttributeError(path.Root("api_key_file"), "Cannot read api_key_file", err.Error())
+			_ = srv.Stop(context.WithoutCancel(ctx), id, 10*time.Second)
+			return
+		}
+		key = strings.TrimSpace(string(res.Stdout))
+	}
+	if err := srv.Ready(ctx, m.servedName(), key, id, nil); err != nil {
+		logTail := srv.LogTail(context.WithoutCancel(ctx), 40)
+		stopErr := srv.Stop(context.WithoutCancel(ctx), id, 10*time.Second)
+		detail := fmt.Sprintf("vllm serve on %s did not become ready: %v\n\nLast 40 lines of the server log (%s/server.log):\n%s",
+			srv.Conn.Addr(), err, vllm.Dir(srv.Port), logTail)
+		if stopErr != nil {
+			detail += "\n\nStopping it also failed: " + stopErr.Error()
+		}
+		diags.AddError("vLLM did not become ready", detail)
+		return
+	}
+	m.ProcessIdentity = types.StringValue(id)
+	m.PlacementIP = types.StringValue(placement)
+	m.Status = types.StringValue(statusServing)
+	m.ID = types.StringValue(net.JoinHostPort(m.Head.SSHHost.ValueString(), strconv.FormatInt(m.Port.ValueInt64(), 10)))
+	m.Endpoint = types.StringValue("http://" + m.ID.ValueString() + "/v1")
+	m.ServedModelName = types.StringValue(m.servedName())
+}
+
+func (r *vllmResource) apiKey(ctx context.Context, cfg interface {
+	GetAttribute(context.Context, path.Path, any) diag.Diagnostics
+}, diags *diag.Diagnostics) string {
+	var key types.String
+	diags.Append(cfg.GetAttribute(ctx, path.Root("api_key_wo"), &key)...)
+	return key.ValueString()
+}
+
+func (r *vllmResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var m vllmModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := m.Timeouts.Create(ctx, 60*time.Minute)
+	resp.Diagnostics.Append(diags...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	key := r.apiKey(ctx, req.Config, &resp.Diagnostics)
+	r.launch(ctx, &m, key, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	m.APIKeyWO = types.StringNull()
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+func (r *vllmResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var m vllmModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	srv, err := r.server(ctx, &m)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot reach the head", err.Error()) // state kept
+		return
+	}
+	if m.ProcessIdentity.IsNull() { // import
+		run, err := srv.Find(ctx)
+		if err != nil {
+			resp.Diagnostics.AddError("Cannot import the vLLM deployment", err.Error())
+			return
+		}
+		adopt(&m, run)
+	}
+	alive, err := srv.Alive(ctx, m.ProcessIdentity.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read the vLLM process", err.Error())
+		return
+	}
+	switch {
+	case !alive:
+		m.Status = types.StringValue("stopped")
+	case !srv.Healthy(ctx):
+		m.Status = types.StringValue("unhealthy")
+	default:
+		m.Status = types.StringValue(statusServing)
+		if run, err := srv.Find(ctx); err == nil && run.Identity == m.ProcessIdentity.ValueString() {
+			served := run.Options.ServedName
+			if served == "" {
+				served = run.Options.Model
+			}
+			if served != m.servedName() {
+				m.Status = types.StringValue("serving " + served)
+			}
+		}
+	}
+	if m.Status.ValueString() != statusServing {
+		resp.Diagnostics.AddWarning("vLLM is not serving",
+			fmt.Sprintf("vllm serve on %s (process %s) is %s; the plan restarts it.", m.ID.ValueString(), m.ProcessIdentity.ValueString(), m.Status.ValueString()))
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// adopt fills an imported model from the running server.
+func adopt(m *vllmModel, run *vllm.Running) {
+	o := run.Options
+	m.ProcessIdentity = types.StringValue(run.Identity)
+	m.Model = types.StringValue(o.Model)
+	served := o.ServedName
+	if served == "" {
+		served = o.Model
+	}
+	m.ServedModelName = types.StringValue(served)
+	m.TP = types.Int64Value(int64(o.TP))
+	m.PP = types.Int64Value(int64(o.PP))
+	if run.HostIP != "" {
+		m.HostIP = types.StringValue(run.HostIP)
+		m.PlacementIP = types.StringValue(run.HostIP)
+	}
+	if run.RayAddress != "" {
+		m.RayAddress = types.StringValue(run.RayAddress)
+	}
+	if o.Command != "vllm" {
+		m.VLLMCommand = types.StringValue(o.Command)
+	}
+	if len(o.ExtraArgs) > 0 {
+		l, _ := types.ListValueFrom(context.Background(), types.StringType, o.ExtraArgs)
+		m.ExtraArgs = l
+	}
+	m.Endpoint = types.StringValue("http://" + m.ID.ValueString() + "/v1")
+}
+
+func (r *vllmResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan, state vllmModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Update(ctx, 60*time.Minute)
+	resp.Diagnostics.Append(diags...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if !needsRestart(&state, &plan) && state.Status.ValueString() == statusServing {
+		plan.ProcessIdentity = state.ProcessIdentity
+		plan.APIKeyWO = types.StringNull()
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		return
+	}
+	srv, err := r.server(ctx, &state)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot reach the head", err.Error())
+		return
+	}
+	if err := srv.Stop(ctx, state.ProcessIdentity.ValueString(), 10*time.Second); err != nil {
+		resp.Diagnostics.AddError("Cannot stop the running vLLM", err.Error())
+		return
+	}
+	key := r.apiKey(ctx, req.Config, &resp.Diagnostics)
+	r.launch(ctx, &plan, key, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	plan.APIKeyWO = types.StringNull()
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *vllmResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var m vllmModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := m.Timeouts.Delete(ctx, 5*time.Minute)
+	resp.Diagnostics.Append(diags...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	srv, err := r.server(ctx, &m)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot reach the head", err.Error())
+		return
+	}
+	if err := srv.Stop(ctx, m.ProcessIdentity.ValueString(), 10*time.Second); err != nil {
+		resp.Diagnostics.AddError("Cannot stop vLLM", err.Error())
+	}
+}
+
+// ImportState takes "<ssh_host>:<port>"; the rest is read from the server.
+func (r *vllmResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	host, port, err := net.SplitHostPort(req.ID)
+	p, perr := strconv.Atoi(port)
+	if err != nil || perr != nil || host == "" {
+		resp.Diagnostics.AddError("Invalid import ID", fmt.Sprintf("import ID %q: want <head ssh_host>:<port>, e.g. \"10.1.230.180:8000\"", req.ID))
+		return
+	}
+	m := vllmModel{ID: types.StringValue(req.ID), Port: types.Int64Value(int64(p)),
+		Head: &headAccess{NodeAccess: providerdata.NodeAccess{SSHHost: types.StringValue(host), SSHPort: types.Int64Null(),
+			SSHUser: types.StringNull(), HostKey: types.StringNull()}},
+		RayAddress: types.StringNull(), Model: types.StringNull(), ServedModelName: types.StringNull(),
+		TP: types.Int64Value(1), PP: types.Int64Value(1), HostIP: types.StringNull(), APIKeyWO: types.StringNull(),
+		APIKeyWOVersion: types.Int64Null(), APIKeyFile: types.StringNull(), Env: types.MapNull(types.StringType),
+		ExtraArgs: types.ListNull(types.StringType), VLLMCommand: types.StringNull(), Endpoint: types.StringNull(),
+		PlacementIP: types.StringNull(), ProcessIdentity: types.StringNull(), Status: types.StringNull(),
+		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{
+			"create": types.StringType, "update": types.StringType, "delete": types.StringType})}}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}

@@ -1,0 +1,156 @@
+package vllm
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/transport"
+)
+
+// Server is one vLLM server on a node, reached over a shared SSH connection.
+type Server struct {
+	Conn *transport.Conn
+	Port int
+}
+
+// Launch writes the 0600 environment file (VLLM_HOST_IP, VLLM_API_KEY,
+// RAY_ADDRESS and the user's env) and starts `vllm serve` detached. It
+// returns the process identity ("pid:start").
+func (s Server) Launch(ctx context.Context, env map[string]string, keyFile string, argv []string) (string, error) {
+	body, err := EnvFile(env)
+	if err != nil {
+		return "", err
+	}
+	dir := Dir(s.Port)
+	if err := s.Conn.Upload(ctx, "write vLLM env file", dir+"/env", 0o600, body); err != nil {
+		return "", err
+	}
+	res, err := s.Conn.Run(ctx, transport.Cmd{Step: "launch vllm serve",
+		Argv: transport.Script(LaunchScript, append([]string{dir, keyFile}, argv...)...)})
+	if err != nil {
+		return "", err
+	}
+	id := strings.TrimSpace(string(res.Stdout))
+	if !strings.Contains(id, ":") {
+		return "", fmt.Errorf("launch printed %q, not a process identity", id)
+	}
+	return id, nil
+}
+
+// Alive reports whether the process with this identity still runs.
+func (s Server) Alive(ctx context.Context, identity string) (bool, error) {
+	if identity == "" {
+		return false, nil
+	}
+	res, err := s.Conn.Run(ctx, transport.Cmd{Step: "check vLLM process", Argv: transport.Script(StatusScript, identity)})
+	if err != nil {
+		return false, err
+	}
+	return strings.TrimSpace(string(res.Stdout)) == "alive", nil
+}
+
+// Stop sends SIGTERM, then SIGKILL after grace, and verifies the port closed.
+func (s Server) Stop(ctx context.Context, identity string, grace time.Duration) error {
+	_, err := s.Conn.Run(ctx, transport.Cmd{Step: "stop vLLM", Argv: transport.Script(StopScript,
+		identity, strconv.Itoa(s.Port), strconv.Itoa(int(grace.Seconds())))})
+	return err
+}
+
+// LogTail returns the last n lines of the server log.
+func (s Server) LogTail(ctx context.Context, n int) string {
+	res, err := s.Conn.Run(ctx, transport.Cmd{Step: "read vLLM log", Argv: transport.Script(LogTailScript, Dir(s.Port), strconv.Itoa(n))})
+	if err != nil || res == nil {
+		return "(log unavailable)"
+	}
+	return string(res.Stdout)
+}
+
+// Running describes the server found listening on the port.
+type Running struct {
+	Identity   string
+	HostIP     string // VLLM_HOST_IP in its environment
+	RayAddress string
+	Options    ServeOptions
+}
+
+// Find reads the server listening on the port: identity, environment and
+// command line.
+func (s Server) Find(ctx context.Context) (*Running, error) {
+	res, err := s.Conn.Run(ctx, transport.Cmd{Step: "find vLLM on port " + strconv.Itoa(s.Port),
+		Argv: transport.Script(FindScript, strconv.Itoa(s.Port))})
+	if err != nil {
+		return nil, err
+	}
+	return ParseFind(string(res.Stdout))
+}
+
+// ParseFind reads FindScript's output.
+func ParseFind(out string) (*Running, error) {
+	head, cmdline, ok := strings.Cut(out, "@@cmdline\n")
+	if !ok {
+		return nil, fmt.Errorf("unexpected output while looking for vLLM: %q", out)
+	}
+	lines := strings.Split(strings.TrimSpace(head), "\n")
+	r := &Running{Identity: strings.TrimSpace(lines[0])}
+	for _, l := range lines[1:] {
+		if v, ok := strings.CutPrefix(l, "VLLM_HOST_IP="); ok {
+			r.HostIP = v
+		}
+		if v, ok := strings.CutPrefix(l, "RAY_ADDRESS="); ok {
+			r.RayAddress = v
+		}
+	}
+	o, err := ParseServeArgv(cmdline)
+	if err != nil {
+		return nil, err
+	}
+	r.Options = o
+	return r, nil
+}
+
+// Transport reaches the server's port on the node's loopback through the
+// SSH connection: the port may be reachable only from the node itself.
+func (s Server) Transport() *http.Transport {
+	return &http.Transport{
+		Proxy: nil,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return s.Conn.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)))
+		},
+		MaxIdleConns: 2, IdleConnTimeout: 30 * time.Second,
+	}
+}
+
+// Ready waits until the server is ready (see WaitReady).
+func (s Server) Ready(ctx context.Context, servedName, apiKey, identity string, logger retryablehttp.LeveledLogger) error {
+	tr := s.Transport()
+	defer tr.CloseIdleConnections()
+	return WaitReady(ctx, Readiness{
+		BaseURL: "http://127.0.0.1:" + strconv.Itoa(s.Port), ServedName: servedName, APIKey: apiKey,
+		Transport: tr, Logger: logger,
+		Alive: func(ctx context.Context) (bool, error) { return s.Alive(ctx, identity) },
+	})
+}
+
+// Healthy asks /health once.
+func (s Server) Healthy(ctx context.Context) bool {
+	tr := s.Transport()
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(s.Port)+"/health", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
