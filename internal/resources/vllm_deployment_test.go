@@ -38,7 +38,11 @@ func deploymentConfig(l *lab.File, hostIP string, tp int, keyLine string) string
 	if hostIP != "" {
 		host = fmt.Sprintf("%q", hostIP)
 	}
-	return fmt.Sprintf(`
+	vars := ""
+	if strings.Contains(keyLine, "var.vllm_api_key") {
+		vars = "variable \"vllm_api_key\" {\n  type      = string\n  sensitive = true\n}\n"
+	}
+	return vars + fmt.Sprintf(`
 resource "spark_vllm_deployment" "qwen" {
   head                 = { ssh_host = spark_ray_cluster.lab.head.ssh_host }
   runtime              = spark_ray_cluster.lab.runtime
@@ -60,7 +64,9 @@ resource "spark_vllm_deployment" "qwen" {
 func keySetup(t *testing.T, head lab.Node, canary string) string {
 	t.Helper()
 	if openTofu() {
-		return fmt.Sprintf("api_key_wo = %q\n  api_key_wo_version = 1", canary)
+		// As an operator would: from a sensitive variable, never a literal.
+		t.Setenv("TF_VAR_vllm_api_key", canary)
+		return "api_key_wo = var.vllm_api_key\n  api_key_wo_version = 1"
 	}
 	if _, err := lab.Exec(context.Background(), head, "sh", "-c", `umask 077; printf '%s\n' "$1" > /etc/vllm-api-key`, "sh", canary); err != nil {
 		t.Fatal(err)
@@ -189,7 +195,9 @@ func TestAccVLLMDeployment_fieldReport(t *testing.T) {
 		t.Fatalf("no TF_LOG=trace log to search: %v", err)
 	}
 	if bytes.Contains(b, []byte(canary)) {
-		t.Fatalf("the API key appears in the TF_LOG=trace log %s", logFile)
+		i := bytes.Index(b, []byte(canary))
+		lo, hi := max(0, i-600), min(len(b), i+200)
+		t.Fatalf("the API key appears in the TF_LOG=trace log %s:\n%s", logFile, b[lo:hi])
 	}
 }
 
