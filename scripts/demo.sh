@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# `make demo`: build the provider, point Terraform at the local build, and
-# read every lab node with spark_node. Assumes `make tools lab-up` ran.
+# `make demo`: the field report on the lab, start to finish. Assumes
+# `make tools lab-up` ran (make demo does both).
+#   1. plan the field report's mistake (VLLM_HOST_IP = the head's fabric address
+#      while Ray registers its external one) and show the plan's diagnostic;
+#   2. apply the fixed configuration: Ray cluster + vLLM (the lab's stand-in);
+#   3. one chat completion through the endpoint;
+#   4. a plan with no changes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-bin="$root/.tools/bin"
 dev="$root/.tools/dev-provider"
 mkdir -p "$dev"
 go build -o "$dev/terraform-provider-spark" .
@@ -20,19 +24,48 @@ provider_installation {
 }
 RC
 export TF_CLI_CONFIG_FILE="$rc" TF_IN_AUTOMATION=1
-tf="${TF:-$bin/terraform}"
+tf="${TF:-$root/.tools/bin/terraform}"
+lab="$root/.lab/lab.json"
+field() { python3 -c 'import json,sys; print(eval("json.load(open(sys.argv[1]))" + sys.argv[2]))' "$lab" "$1"; }
+head_ext=$(field '["nodes"][0]["external_ip"]')
+head_fab=$(field '["nodes"][0]["fabric_ip"]')
+key_file="$root/.lab/demo-api-key"
+
+# The API key lives on the head in a 0600 file; it never enters Terraform.
+[ -s "$key_file" ] || { umask 077; python3 -c 'import secrets; print(secrets.token_hex(16))' > "$key_file"; }
+ssh -q -o BatchMode=yes -o UserKnownHostsFile="$(field '["known_hosts_file"]')" -i "$(field '["private_key_file"]')" \
+  "$(field '["ssh_user"]')@$head_ext" 'umask 077; cat > /etc/vllm-api-key' < "$key_file"
 
 cd examples/demo
-echo "== $("$tf" version | head -1): plan + apply examples/demo against the lab"
-"$tf" apply -auto-approve -input=false -compact-warnings >/dev/null
+echo "== 1. the field report's mistake: vllm_host_ip = $head_fab (the fabric address), Ray left to detect"
+if "$tf" plan -input=false -compact-warnings -var "vllm_host_ip=$head_fab" -no-color > /tmp/spark-demo-plan.txt 2>&1; then
+  echo "unexpected: the plan accepted the mismatch" >&2; exit 1
+fi
+sed -n '/Error: vLLM placement address/,/node_ip = /p' /tmp/spark-demo-plan.txt | sed 's/^/   /'
+
+echo "== 2. apply the fix: host_ip = the address Ray registers for the head"
+t0=$SECONDS
+"$tf" apply -auto-approve -input=false -compact-warnings -no-color > /tmp/spark-demo-apply.txt 2>&1 || { cat /tmp/spark-demo-apply.txt; exit 1; }
+echo "   applied in $((SECONDS - t0))s; head registered as $("$tf" output -raw head_registered_ip)"
 "$tf" output -json nodes | python3 -c '
 import json, sys
-nodes = json.load(sys.stdin)
-print("%-8s %-16s %-16s %s" % ("node", "ray/vllm detect", "fabric address", "verdict"))
-for name, n in sorted(nodes.items()):
-    verdict = ("MISMATCH: without node_ip / host_ip, Ray registers %s and vLLM pins node:%s" % (n["auto_detected_ip"], n["auto_detected_ip"])
-               if n["trap"] else "same")
-    print("%-8s %-16s %-16s %s" % (name, n["auto_detected_ip"], n["fabric_ip"], verdict))
-'
-echo "== a second plan shows no changes:"
-"$tf" plan -input=false -detailed-exitcode -compact-warnings >/dev/null && echo "no changes"
+for name, n in sorted(json.load(sys.stdin).items()):
+    print("   %-7s Ray/vLLM detect %-15s fabric %-15s %s" % (name, n["auto_detected_ip"], n["fabric_ip"],
+          "(they differ: the trap)" if n["trap"] else ""))'
+
+endpoint=$("$tf" output -raw endpoint)
+echo "== 3. one chat completion through $endpoint"
+python3 - "$endpoint" "$key_file" <<'PY'
+import json, sys, urllib.request
+endpoint, key = sys.argv[1], open(sys.argv[2]).read().strip()
+req = urllib.request.Request(endpoint + "/chat/completions", method="POST",
+    data=json.dumps({"model": "qwen3.5", "max_tokens": 5,
+                     "messages": [{"role": "user", "content": "Say hello from the Spark lab."}]}).encode(),
+    headers={"Content-Type": "application/json", "Authorization": "Bearer " + key})
+reply = json.load(urllib.request.urlopen(req, timeout=30))
+print("   %s: %s" % (reply["model"], reply["choices"][0]["message"]["content"]))
+PY
+
+echo "== 4. a second plan shows no changes:"
+"$tf" plan -input=false -detailed-exitcode -compact-warnings >/dev/null && echo "   no changes"
+echo "(tear down with: make demo-down)"

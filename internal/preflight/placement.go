@@ -46,13 +46,20 @@ func PlacementIdentity(p Placement) []Diagnostic {
 	}
 	return []Diagnostic{{Attr: []string{"host_ip"},
 		Summary: "vLLM placement address does not match the address Ray registered for the head",
-		Detail: fmt.Sprintf("vLLM would pin its placement group to node:%s (from %s), but Ray registered the head as node:%s.\n"+
+		Detail: fmt.Sprintf("vLLM would pin its placement group to node:%s (from %s), but Ray %s the head as node:%s.\n"+
 			"Registered nodes: %s.\n"+
 			"Why it fails: %s. vLLM would wait, then report \"No available node types can fulfill resource request\" "+
 			"or \"Cannot provide a placement group\", although `ray status` shows the GPUs.\n"+
 			"Fix, either:\n  host_ip = %q  (what Ray registered for the head), or\n"+
 			"  start the head with node_ip = %q  (so Ray registers the address you meant).",
-			p.PlacementIP, source, registered, labels(p), why, registered, p.PlacementIP)}}
+			p.PlacementIP, source, verb(p), registered, labels(p), why, registered, p.PlacementIP)}}
+}
+
+func verb(p Placement) string {
+	if p.Table == nil {
+		return "will register"
+	}
+	return "registered"
 }
 
 // labels lists node:<ip> labels, head marked, GPUs per node.

@@ -300,5 +300,5 @@ func (p *sparkProvider) Resources(context.Context) []func() resource.Resource {
 }
 
 func (p *sparkProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{datasources.NewNode}
+	return []func() datasource.DataSource{datasources.NewNode, datasources.NewRayNodes}
 }

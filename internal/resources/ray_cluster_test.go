@@ -225,7 +225,13 @@ func TestAccRayCluster_autoDetectRegistersExternal(t *testing.T) {
 		ProtoV6ProviderFactories: acctest.Factories,
 		CheckDestroy:             noRayLeft(l),
 		Steps: []resource.TestStep{{
-			Config: clusterConfig(l, "", map[string]string{w.Name: ""}),
+			// spark_ray_nodes: the diagnosis the field report needed, as a data source.
+			Config: clusterConfig(l, "", map[string]string{w.Name: ""}) + `
+data "spark_ray_nodes" "lab" {
+  ssh_host    = spark_ray_cluster.lab.head.ssh_host
+  ray_address = spark_ray_cluster.lab.head_address
+}
+`,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				plancheck.ExpectKnownValue(clusterAddr, registered("head", "registered_ip"), knownvalue.StringExact(head.ExternalIP)),
 				plancheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("registered_ip"), knownvalue.StringExact(w.ExternalIP)),
@@ -233,6 +239,19 @@ func TestAccRayCluster_autoDetectRegistersExternal(t *testing.T) {
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("head").AtMapKey("registered_ip"), knownvalue.StringExact(head.ExternalIP)),
 				statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("registered_ip"), knownvalue.StringExact(w.ExternalIP)),
+				statecheck.ExpectKnownValue("data.spark_ray_nodes.lab", tfjsonpath.New("nodes"), knownvalue.ListExact([]knownvalue.Check{
+					knownvalue.ObjectPartial(map[string]knownvalue.Check{
+						"registered_ip": knownvalue.StringExact(head.ExternalIP), "is_head": knownvalue.Bool(true),
+						"alive": knownvalue.Bool(true), "hostname": knownvalue.StringExact(head.Name),
+						"resources": knownvalue.MapPartial(map[string]knownvalue.Check{
+							"GPU": knownvalue.Float64Exact(1), "node:" + head.ExternalIP: knownvalue.Float64Exact(1)}),
+					}),
+					knownvalue.ObjectPartial(map[string]knownvalue.Check{
+						"registered_ip": knownvalue.StringExact(w.ExternalIP), "is_head": knownvalue.Bool(false),
+						"alive": knownvalue.Bool(true), "hostname": knownvalue.StringExact(w.Name),
+					}),
+				})),
+				statecheck.ExpectKnownValue("data.spark_ray_nodes.lab", tfjsonpath.New("ray_version"), knownvalue.StringExact(l.RayVersion)),
 			},
 		}},
 	})

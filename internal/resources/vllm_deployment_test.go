@@ -140,10 +140,10 @@ func TestAccVLLMDeployment_fieldReport(t *testing.T) {
 					endpoint := s.RootModule().Resources[deployAddr].Primary.Attributes["endpoint"]
 					code, body, err := chat(endpoint, canary)
 					if err != nil || code != 200 || !strings.Contains(body, "chat.completion") {
-						return fmt.Errorf("chat completion through %s: %d %s %v", endpoint, code, body, err)
+						return fmt.Errorf("chat completion through %s: %d %s %w", endpoint, code, body, err)
 					}
 					if code, _, err := chat(endpoint, ""); err != nil || code != 401 {
-						return fmt.Errorf("a request without the key got %d (%v), want 401", code, err)
+						return fmt.Errorf("a request without the key got %d (%w), want 401", code, err)
 					}
 					for addr, r := range s.RootModule().Resources {
 						for k, v := range r.Primary.Attributes {
@@ -154,7 +154,7 @@ func TestAccVLLMDeployment_fieldReport(t *testing.T) {
 					}
 					out, err := lab.Exec(context.Background(), head, "sh", "-c", `for p in $(pgrep -f '[v]llm serve'); do tr '\0' ' ' < /proc/$p/cmdline; done`)
 					if err != nil || strings.Contains(out, canary) || !strings.Contains(out, "serve") {
-						return fmt.Errorf("the API key is in vllm's argv, or vllm is not running: %q %v", out, err)
+						return fmt.Errorf("the API key is in vllm's argv, or vllm is not running: %q %w", out, err)
 					}
 					return nil
 				},
