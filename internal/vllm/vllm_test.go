@@ -1,0 +1,193 @@
+package vllm
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestServeArgvRoundTrip(t *testing.T) {
+	o := ServeOptions{Command: "/usr/local/bin/vllm", Model: "Qwen/Qwen3.5-122B-A10B-FP8", ServedName: "qwen3.5", TP: 2, PP: 1,
+		Port: 8000, ExtraArgs: []string{"--max-model-len", "32768"}}
+	argv := ServeArgv(o)
+	if strings.Contains(strings.Join(argv, " "), "api-key") {
+		t.Fatal("the API key must never be an argument")
+	}
+	// As /proc/<pid>/cmdline shows a script run through its #! line.
+	cmdline := "/opt/ray/bin/python\x00" + strings.Join(argv, "\x00") + "\x00"
+	got, err := ParseServeArgv(cmdline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Command != o.Command || got.Model != o.Model || got.ServedName != o.ServedName || got.TP != 2 || got.PP != 1 ||
+		got.Port != 8000 || strings.Join(got.ExtraArgs, " ") != "--max-model-len 32768" {
+		t.Fatalf("round trip: %+v", got)
+	}
+	if _, err := ParseServeArgv("python\x00-m\x00http.server\x00"); err == nil {
+		t.Fatal("a non-vllm command line parsed")
+	}
+	if o, err := ParseServeArgv("vllm\x00serve\x00m\x00--tensor-parallel-size=4\x00"); err != nil || o.TP != 4 {
+		t.Fatalf("--flag=value: %+v %v", o, err)
+	}
+}
+
+func TestValidateHostIP(t *testing.T) {
+	for v, ok := range map[string]bool{"10.1.230.180": true, "192.168.200.12": true,
+		"spark1": false, "ec2-1-2-3-4.compute.amazonaws.com": false, "10.1.230.180/": false, "127.0.0.1": false, "0.0.0.0": false, "": false} {
+		err := ValidateHostIP(v)
+		if (err == nil) != ok {
+			t.Errorf("%q: err = %v", v, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "host_ip") {
+			t.Errorf("%q: error does not name host_ip: %v", v, err)
+		}
+	}
+}
+
+// The env file must survive sh's `set -a; .` with any value, and reject
+// keys that are not variable names.
+func TestEnvFileSourcesExactly(t *testing.T) {
+	env := map[string]string{"VLLM_API_KEY": "k'$(id)`x`\"; rm -rf /", "VLLM_HOST_IP": "10.1.230.180", "EMPTY": ""}
+	b, err := EnvFile(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("/bin/sh", "-c", `set -a; eval "$1"; printf '%s\n%s\n%s' "$VLLM_API_KEY" "$VLLM_HOST_IP" "$EMPTY"`, "sh", string(b)).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != env["VLLM_API_KEY"]+"\n10.1.230.180\n" {
+		t.Fatalf("sourced %q", out)
+	}
+	if _, err := EnvFile(map[string]string{"BAD KEY": "x"}); err == nil {
+		t.Fatal("bad key accepted")
+	}
+}
+
+func TestParseFind(t *testing.T) {
+	r, err := ParseFind("4242:98765\nVLLM_HOST_IP=10.1.230.180\nRAY_ADDRESS=10.1.230.180:6379\n@@cmdline\n/opt/ray/bin/python\x00/usr/local/bin/vllm\x00serve\x00m\x00--served-model-name\x00q\x00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Identity != "4242:98765" || r.HostIP != "10.1.230.180" || r.RayAddress != "10.1.230.180:6379" || r.Options.ServedName != "q" {
+		t.Fatalf("%+v", r)
+	}
+}
+
+// Launch, status and stop scripts, run for real with the local shell
+// against a stand-in process.
+func TestLaunchStatusStopScripts(t *testing.T) {
+	dir := t.TempDir()
+	if out, err := exec.Command("/bin/sh", "-c", `umask 077; printf 'GREETING=hi\n' > "$1/env"`, "sh", dir).CombinedOutput(); err != nil {
+		t.Fatal(string(out))
+	}
+	out, err := exec.Command("/bin/sh", "-c", LaunchScript, "sh", dir, "", "sh", "-c", `echo "$GREETING"; exec sleep 30`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(string(out))
+	status := func() string {
+		o, _ := exec.Command("/bin/sh", "-c", StatusScript, "sh", id).Output()
+		return strings.TrimSpace(string(o))
+	}
+	if status() != "alive" {
+		t.Fatalf("launched process %s not alive", id)
+	}
+	// Launching again while it runs is refused.
+	if err := exec.Command("/bin/sh", "-c", LaunchScript, "sh", dir, "", "sleep", "1").Run(); err == nil {
+		t.Fatal("a second launch was accepted")
+	}
+	if o, err := exec.Command("/bin/sh", "-c", StopScript, "sh", id, "1", "2").CombinedOutput(); err != nil {
+		t.Fatalf("stop: %v %s", err, o)
+	}
+	if status() != "gone" {
+		t.Fatal("process survived stop")
+	}
+	if o, _ := exec.Command("/bin/sh", "-c", LogTailScript, "sh", dir, "5").Output(); strings.TrimSpace(string(o)) != "hi" {
+		t.Fatalf("log = %q: env file not sourced", o)
+	}
+	// A reused PID with another start time is not "our" process.
+	pid := strings.SplitN(id, ":", 2)[0]
+	o, _ := exec.Command("/bin/sh", "-c", StatusScript, "sh", pid+":1").Output()
+	if strings.TrimSpace(string(o)) != "gone" {
+		t.Fatal("identity ignores the start time")
+	}
+}
+
+// readyServer answers like vLLM: /health first, the model once loaded,
+// completions only with the key.
+func readyServer(t *testing.T, loadAfter int32) (*httptest.Server, *atomic.Int32) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1)
+		if strings.HasPrefix(r.URL.Path, "/v1") && r.Header.Get("Authorization") != "Bearer k" {
+			w.WriteHeader(401)
+			return
+		}
+		switch r.URL.Path {
+		case "/health":
+			w.WriteHeader(200)
+		case "/v1/models":
+			id := "loading"
+			if n > loadAfter {
+				id = "qwen3.5"
+			}
+			_ = json.NewEncoder(w).Encode(map[string]any{"data": []map[string]string{{"id": id}}})
+		case "/v1/completions":
+			_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]string{"text": "x"}}})
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &calls
+}
+
+func TestWaitReadyGatesOnModelAndCompletion(t *testing.T) {
+	srv, calls := readyServer(t, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := WaitReady(ctx, Readiness{BaseURL: srv.URL, ServedName: "qwen3.5", APIKey: "k", Transport: http.DefaultTransport}); err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() < 5 {
+		t.Fatalf("ready after %d calls: the model was not loaded yet", calls.Load())
+	}
+}
+
+func TestWaitReadyStopsWhenProcessDies(t *testing.T) {
+	srv, _ := readyServer(t, 1<<30)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := WaitReady(ctx, Readiness{BaseURL: srv.URL, ServedName: "qwen3.5", APIKey: "k", Transport: http.DefaultTransport,
+		Alive: func(context.Context) (bool, error) { return false, nil }})
+	if err == nil || !strings.Contains(err.Error(), "exited") {
+		t.Fatalf("want an early 'exited' error, got %v", err)
+	}
+}
+
+func TestWaitReadyTimesOutWithLastReason(t *testing.T) {
+	srv, _ := readyServer(t, 1<<30)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	err := WaitReady(ctx, Readiness{BaseURL: srv.URL, ServedName: "qwen3.5", APIKey: "wrong", Transport: http.DefaultTransport})
+	if err == nil || !strings.Contains(err.Error(), "/v1/models") || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("want the last reason (401 on /v1/models), got %v", err)
+	}
+}
+
+func FuzzParseServeArgv(f *testing.F) {
+	f.Add("vllm\x00serve\x00m\x00--port\x008001\x00")
+	f.Add("serve\x00")
+	f.Add("x\x00serve\x00m\x00--tensor-parallel-size\x00")
+	f.Fuzz(func(t *testing.T, cmdline string) {
+		o, err := ParseServeArgv(cmdline)
+		if err == nil && o.Model == "" && !strings.Contains(cmdline, "serve\x00\x00") {
+			t.Fatalf("parsed without a model: %q", cmdline)
+		}
+	})
+}
