@@ -3,6 +3,7 @@
 # so compare medians from the same run, never across runs):
 #   plan      `terraform plan` with no changes on the demo (2 spark_node reads,
 #             spark_ray_cluster with 2 nodes, spark_vllm_deployment)
+#   cluster   the same plan for the 2-node spark_ray_cluster alone (-target)
 #   floor     what an operator does by hand for the same answer: `ssh <head> true`
 #             plus one ray.nodes() query on the head
 #   apply     `terraform apply` from nothing (cluster + deployment ready), ROUNDS_APPLY times
@@ -29,13 +30,15 @@ accepted() { local n=0; for c in $containers; do n=$((n + $(docker logs "$c" 2>&
 
 cd examples/demo
 "$tf" apply -auto-approve -input=false >/dev/null
-plan=() floor=() hs=()
+plan=() cluster=() floor=() hs=()
 for i in $(seq "$rounds"); do
   before=$(accepted)
   t0=$(now); "$tf" plan -input=false -detailed-exitcode >/dev/null; t1=$(now)
   hs+=($(( $(accepted) - before )))
   plan+=("$(elapsed "$t0" "$t1")")
-  t0=$(now); "${ssh_head[@]}" true; "${ssh_head[@]}" "$py" -c "'$query'"; t1=$(now)
+  t0=$(now); "$tf" plan -input=false -detailed-exitcode -target=spark_ray_cluster.lab >/dev/null 2>&1; t1=$(now)
+  cluster+=("$(elapsed "$t0" "$t1")")
+  t0=$(now); "${ssh_head[@]}" true; "${ssh_head[@]}" "$py" -c "'$query'" 2>/dev/null; t1=$(now)
   floor+=("$(elapsed "$t0" "$t1")")
 done
 apply=()
@@ -46,7 +49,8 @@ for i in $(seq "$rounds_apply"); do
 done
 nodes=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["nodes"]))' "$lab")
 echo "plan (no changes):   median $(median "${plan[@]}") s   over $rounds: ${plan[*]}"
+echo "cluster-only plan:   median $(median "${cluster[@]}") s   over $rounds: ${cluster[*]}"
 echo "floor (ssh+nodes()): median $(median "${floor[@]}") s   over $rounds: ${floor[*]}"
-echo "ratio plan/floor:    $(python3 -c "print(round($(median "${plan[@]}") / $(median "${floor[@]}"), 2))")"
+echo "ratio plan/floor:    $(python3 -c "print(round($(median "${plan[@]}") / $(median "${floor[@]}"), 2))")   cluster-only/floor: $(python3 -c "print(round($(median "${cluster[@]}") / $(median "${floor[@]}"), 2))")"
 echo "apply from nothing:  median $(median "${apply[@]}") s   over $rounds_apply: ${apply[*]}"
 echo "SSH handshakes per plan: ${hs[*]} (distinct hosts: $nodes)"

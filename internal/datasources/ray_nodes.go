@@ -77,7 +77,7 @@ func (d *rayNodesDataSource) Configure(_ context.Context, req datasource.Configu
 	data, diags := providerdata.From(req.ProviderData)
 	resp.Diagnostics.Append(diags...)
 	if data != nil {
-		d.mgr = &raycluster.Manager{Pool: data.Pool}
+		d.mgr = data.Clusters
 	}
 }
 
@@ -101,7 +101,7 @@ func (d *rayNodesDataSource) Read(ctx context.Context, req datasource.ReadReques
 		}
 		addr = a
 	}
-	t, err := d.mgr.Table(ctx, spec, addr)
+	t, err := d.mgr.Snapshot(ctx, spec, addr)
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(pathSSHHost, "Cannot read Ray's node table", err.Error())
 		return

@@ -25,6 +25,7 @@ import (
 
 	"github.com/lab-infra/terraform-provider-spark/internal/datasources"
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
+	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
 	"github.com/lab-infra/terraform-provider-spark/internal/resources"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
@@ -204,7 +205,7 @@ func (p *sparkProvider) Configure(ctx context.Context, req provider.ConfigureReq
 		"known_hosts_file": cfg.KnownHostsFile, "use_agent": cfg.UseAgent, "bastion": cfg.Bastion != nil,
 		"max_parallel": cfg.MaxParallel,
 	})
-	data := &providerdata.Data{Pool: pool}
+	data := &providerdata.Data{Pool: pool, Clusters: raycluster.NewManager(pool)}
 	resp.DataSourceData = data
 	resp.ResourceData = data
 }

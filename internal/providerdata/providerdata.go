@@ -13,12 +13,14 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
 // Data is set by the provider's Configure.
 type Data struct {
-	Pool *transport.Pool
+	Pool     *transport.Pool
+	Clusters *raycluster.Manager // one per provider process: shares node-table snapshots
 }
 
 // From recovers Data in a resource's or data source's Configure. A nil

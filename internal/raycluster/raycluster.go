@@ -59,9 +59,58 @@ func (s Spec) WorkerNames() []string {
 	return names
 }
 
-// Manager runs cluster operations through a shared SSH pool.
+// Manager runs cluster operations through a shared SSH pool. The provider
+// makes one per process, shared by every resource and data source.
 type Manager struct {
 	Pool *transport.Pool
+
+	mu        sync.Mutex
+	snapshots map[string]snapshot // GCS address -> node table read during this plan
+}
+
+type snapshot struct {
+	table ray.Table
+	at    time.Time
+}
+
+// snapshotTTL bounds how long a node table read serves later readers: one
+// plan reads it for the cluster's refresh and again for every deployment
+// on it; a few seconds covers a plan, and anything this process starts or
+// stops drops the snapshots at once.
+const snapshotTTL = 10 * time.Second
+
+// NewManager is the provider-wide cluster manager.
+func NewManager(pool *transport.Pool) *Manager {
+	return &Manager{Pool: pool, snapshots: map[string]snapshot{}}
+}
+
+// Snapshot is Table for readers that only look (refresh, plan, data
+// sources): a table read moments ago in this process is reused.
+func (m *Manager) Snapshot(ctx context.Context, s Spec, gcsAddr string) (ray.Table, error) {
+	key := s.Head.Endpoint.Host + "|" + gcsAddr
+	m.mu.Lock()
+	if c, ok := m.snapshots[key]; ok && time.Since(c.at) < snapshotTTL {
+		m.mu.Unlock()
+		return c.table, nil
+	}
+	m.mu.Unlock()
+	t, err := m.Table(ctx, s, gcsAddr)
+	if err == nil {
+		m.mu.Lock()
+		if m.snapshots == nil {
+			m.snapshots = map[string]snapshot{}
+		}
+		m.snapshots[key] = snapshot{table: t, at: time.Now()}
+		m.mu.Unlock()
+	}
+	return t, err
+}
+
+// forget drops every snapshot: something was started or stopped.
+func (m *Manager) forget() {
+	m.mu.Lock()
+	m.snapshots = map[string]snapshot{}
+	m.mu.Unlock()
 }
 
 func (m *Manager) run(ctx context.Context, e transport.Endpoint, step string, argv []string) (*transport.Result, error) {
@@ -260,6 +309,7 @@ func (m *Manager) EnsureRuntime(ctx context.Context, s Spec, n NodeSpec) error {
 // Start runs `ray start` for one node. Processes are started in their own
 // session with no terminal, so they outlive the SSH session.
 func (m *Manager) Start(ctx context.Context, s Spec, n NodeSpec, headIP string) error {
+	m.forget()
 	if err := m.EnsureRuntime(ctx, s, n); err != nil {
 		return err
 	}
@@ -283,6 +333,7 @@ func (m *Manager) Start(ctx context.Context, s Spec, n NodeSpec, headIP string) 
 // Stop stops Ray on one node (and removes its container), and verifies no
 // raylet or gcs_server is left.
 func (m *Manager) Stop(ctx context.Context, s Spec, n NodeSpec) error {
+	m.forget()
 	if argv := s.Runtime.RemoveArgv(); argv != nil {
 		_, err := m.run(ctx, n.Endpoint, "remove runtime container on "+n.Name, argv)
 		return err

@@ -46,7 +46,7 @@ func (r *rayClusterResource) Configure(_ context.Context, req resource.Configure
 	data, diags := providerdata.From(req.ProviderData)
 	resp.Diagnostics.Append(diags...)
 	if data != nil {
-		r.mgr = &raycluster.Manager{Pool: data.Pool}
+		r.mgr = data.Clusters
 	}
 }
 
@@ -342,7 +342,7 @@ func (r *rayClusterResource) Read(ctx context.Context, req resource.ReadRequest,
 			return
 		}
 	}
-	t, err := r.mgr.Table(ctx, spec, state.gcsAddr())
+	t, err := r.mgr.Snapshot(ctx, spec, state.gcsAddr())
 	if err != nil {
 		// Unreachable is not gone: keep the state, say why.
 		resp.Diagnostics.AddError("Cannot read the Ray cluster", err.Error())

@@ -157,7 +157,7 @@ func (r *vllmResource) Configure(_ context.Context, req resource.ConfigureReques
 	resp.Diagnostics.Append(diags...)
 	if data != nil {
 		r.pool = data.Pool
-		r.mgr = &raycluster.Manager{Pool: data.Pool}
+		r.mgr = data.Clusters
 	}
 }
 
@@ -212,7 +212,7 @@ func (r *vllmResource) check(ctx context.Context, m *vllmModel, diags *diag.Diag
 		return ""
 	}
 	var table *ray.Table
-	if t, err := r.mgr.Table(ctx, spec, m.RayAddress.ValueString()); err == nil && t.GCSUp {
+	if t, err := r.mgr.Snapshot(ctx, spec, m.RayAddress.ValueString()); err == nil && t.GCSUp {
 		table = &t
 	} else if err != nil {
 		tflog.Debug(ctx, "no live Ray node table for the vLLM plan check", map[string]any{"error": err.Error()})
