@@ -214,6 +214,31 @@ func SameVersions(nodes []Node) []Diagnostic {
 	return out
 }
 
+// WorkerHostIP (D10): vLLM's worker actors read VLLM_HOST_IP from the
+// environment their raylet was started with. One value in the cluster-wide
+// env is the same on every node, so it can match at most one node's
+// registered IP.
+func WorkerHostIP(env map[string]string, nodes []Node, registered map[string]string) []Diagnostic {
+	v, ok := env["VLLM_HOST_IP"]
+	if !ok {
+		return nil
+	}
+	var wrong []string
+	for _, n := range nodes {
+		if ip := registered[n.Name]; ip != "" && ip != v {
+			wrong = append(wrong, fmt.Sprintf("%s registers %s", n.Name, ip))
+		}
+	}
+	if len(wrong) == 0 {
+		return nil
+	}
+	return []Diagnostic{{Attr: []string{"env"},
+		Summary: "VLLM_HOST_IP in env does not match the nodes' Ray addresses",
+		Detail: fmt.Sprintf("env VLLM_HOST_IP = %q reaches Ray on every node, but %s. vLLM's worker actors read VLLM_HOST_IP from "+
+			"their raylet's environment, so their addresses would disagree with Ray's and vLLM's unique-IP checks fail. Remove "+
+			"VLLM_HOST_IP from env: the provider sets it on each node to the address Ray registers there.", v, strings.Join(wrong, ", "))}}
+}
+
 // InterfaceVars are the env variables that name a network interface.
 var InterfaceVars = []string{"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "UCX_NET_DEVICES"}
 

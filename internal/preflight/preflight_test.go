@@ -266,3 +266,12 @@ func TestParallelFits(t *testing.T) {
 		t.Fatal("no table: nothing to check yet, but flagged")
 	}
 }
+
+func TestWorkerHostIP(t *testing.T) {
+	nodes := []Node{head(""), worker(nil)}
+	reg := map[string]string{"head": "192.168.200.12", "spark2": "192.168.200.13"}
+	if d := WorkerHostIP(map[string]string{"NCCL_SOCKET_IFNAME": "x"}, nodes, reg); d != nil {
+		t.Fatal(d)
+	}
+	one(t, WorkerHostIP(map[string]string{"VLLM_HOST_IP": "192.168.200.12"}, nodes, reg), "spark2 registers 192.168.200.13", "Remove")
+}

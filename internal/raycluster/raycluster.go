@@ -230,6 +230,7 @@ func (m *Manager) PlanCluster(ctx context.Context, s Spec, o PlanOptions) (*Plan
 	p.Diagnostics = append(p.Diagnostics, preflight.UniqueIPs(nodes, p.Registered)...)
 	p.Diagnostics = append(p.Diagnostics, preflight.SameVersions(nodes)...)
 	p.Diagnostics = append(p.Diagnostics, preflight.Interfaces(s.Env, nodes, p.Registered)...)
+	p.Diagnostics = append(p.Diagnostics, preflight.WorkerHostIP(s.Env, nodes, p.Registered)...)
 	return p, nil
 }
 
@@ -307,14 +308,24 @@ func (m *Manager) EnsureRuntime(ctx context.Context, s Spec, n NodeSpec) error {
 }
 
 // Start runs `ray start` for one node. Processes are started in their own
-// session with no terminal, so they outlive the SSH session.
-func (m *Manager) Start(ctx context.Context, s Spec, n NodeSpec, headIP string) error {
+// session with no terminal, so they outlive the SSH session. registeredIP
+// is the address Ray registers for the node (planned): it becomes the
+// node's VLLM_HOST_IP, which vLLM's worker actors read from the raylet's
+// environment.
+func (m *Manager) Start(ctx context.Context, s Spec, n NodeSpec, headIP, registeredIP string) error {
 	m.forget()
 	if err := m.EnsureRuntime(ctx, s, n); err != nil {
 		return err
 	}
+	env := map[string]string{}
+	for k, v := range s.Env {
+		env[k] = v
+	}
+	if _, given := env["VLLM_HOST_IP"]; !given && registeredIP != "" {
+		env["VLLM_HOST_IP"] = registeredIP
+	}
 	o := ray.StartOptions{RayCommand: s.Runtime.Ray(), NodeIP: n.NodeIP, NumGPUs: n.NumGPUs, Resources: n.Resources,
-		Labels: n.Labels, Env: s.Env, ExtraArgs: s.StartArgs}
+		Labels: n.Labels, Env: env, ExtraArgs: s.StartArgs}
 	step := "start Ray worker " + n.Name
 	if n.Name == HeadName {
 		o.Head, o.GCSPort, o.DashboardHost = true, s.GCSPort, s.DashboardHost

@@ -210,7 +210,7 @@ func (r *rayClusterResource) Create(ctx context.Context, req resource.CreateRequ
 		}
 	}
 	gcsAddr := net.JoinHostPort(p.HeadIP, strconv.Itoa(spec.GCSPort))
-	if err := r.mgr.Start(ctx, spec, spec.Head, ""); err != nil {
+	if err := r.mgr.Start(ctx, spec, spec.Head, "", p.HeadIP); err != nil {
 		rollback()
 		resp.Diagnostics.AddAttributeError(path.Root("head"), "Cannot start the Ray head", err.Error())
 		return
@@ -222,7 +222,7 @@ func (r *rayClusterResource) Create(ctx context.Context, req resource.CreateRequ
 		resp.Diagnostics.AddAttributeError(path.Root("head"), "Ray head did not register as planned", err.Error())
 		return
 	}
-	if errs := r.startWorkers(ctx, spec, spec.WorkerNames(), p.HeadIP, true); len(errs) > 0 {
+	if errs := r.startWorkers(ctx, spec, spec.WorkerNames(), p.HeadIP, p.Registered, true); len(errs) > 0 {
 		for _, name := range spec.WorkerNames() {
 			started = append(started, spec.Workers[name])
 		}
@@ -256,7 +256,7 @@ func (r *rayClusterResource) Create(ctx context.Context, req resource.CreateRequ
 // startWorkers starts Ray on the named workers in parallel. Any Ray already
 // on a worker is stopped first: the node is about to join this cluster, and
 // a raylet left from a cluster that is gone would hold its ports.
-func (r *rayClusterResource) startWorkers(ctx context.Context, spec raycluster.Spec, names []string, headIP string, clean bool) map[string]error {
+func (r *rayClusterResource) startWorkers(ctx context.Context, spec raycluster.Spec, names []string, headIP string, registered map[string]string, clean bool) map[string]error {
 	var mu sync.Mutex
 	errs := map[string]error{}
 	var wg sync.WaitGroup
@@ -270,7 +270,7 @@ func (r *rayClusterResource) startWorkers(ctx context.Context, spec raycluster.S
 				err = r.mgr.Stop(ctx, spec, w)
 			}
 			if err == nil {
-				err = r.mgr.Start(ctx, spec, w, headIP)
+				err = r.mgr.Start(ctx, spec, w, headIP, registered[name])
 			}
 			if err != nil {
 				mu.Lock()
@@ -464,7 +464,11 @@ func (r *rayClusterResource) Update(ctx context.Context, req resource.UpdateRequ
 		}
 	}
 	sort.Strings(start)
-	if errs := r.startWorkers(ctx, spec, start, headIP, false); len(errs) > 0 {
+	registered := map[string]string{}
+	for name, w := range plan.Workers {
+		registered[name] = w.RegisteredIP.ValueString()
+	}
+	if errs := r.startWorkers(ctx, spec, start, headIP, registered, false); len(errs) > 0 {
 		for name, err := range errs {
 			resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(name), "Cannot start Ray worker", err.Error())
 		}

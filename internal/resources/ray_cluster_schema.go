@@ -139,7 +139,9 @@ func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 						resp.RequiresReplace = !req.StateValue.IsNull()
 					}, "Replaces the cluster when changed.", "Replaces the cluster when changed.")},
 				MarkdownDescription: "Environment for Ray on every node (e.g. `NCCL_SOCKET_IFNAME`, `GLOO_SOCKET_IFNAME`). Interface names " +
-					"in `NCCL_SOCKET_IFNAME`, `GLOO_SOCKET_IFNAME`, `TP_SOCKET_IFNAME`, `UCX_NET_DEVICES` are checked at plan on every node."},
+					"in `NCCL_SOCKET_IFNAME`, `GLOO_SOCKET_IFNAME`, `TP_SOCKET_IFNAME`, `UCX_NET_DEVICES` are checked at plan on every node. " +
+					"Each node's Ray also gets `VLLM_HOST_IP` = the address Ray registers for that node (vLLM's worker actors read it " +
+					"there); setting `VLLM_HOST_IP` here is refused unless it matches every node."},
 			"start_args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplaceIf(
 					func(_ context.Context, req planmodifier.ListRequest, resp *listplanmodifier.RequiresReplaceIfFuncResponse) {

@@ -119,6 +119,18 @@ func TestAccRayCluster_fabricLifecycle(t *testing.T) {
 					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("head").AtMapKey("num_gpus"), knownvalue.Int64Exact(1)),
 					headID.AddStateValue(clusterAddr, tfjsonpath.New("head").AtMapKey("node_id")),
 				},
+				// vLLM's worker actors read VLLM_HOST_IP from their raylet's environment:
+				// each node's must be the address Ray registered there (D10).
+				Check: func(*terraform.State) error {
+					for _, n := range []lab.Node{head, w} {
+						out, err := lab.Exec(context.Background(), n, "sh", "-c",
+							`tr '\0' '\n' < /proc/$(pgrep -xo raylet)/environ | grep '^VLLM_HOST_IP='`)
+						if err != nil || strings.TrimSpace(out) != "VLLM_HOST_IP="+n.FabricIP {
+							return fmt.Errorf("raylet on %s has %q (%w), want VLLM_HOST_IP=%s", n.Name, out, err, n.FabricIP)
+						}
+					}
+					return nil
+				},
 			},
 			{
 				ResourceName:                         clusterAddr,
@@ -303,6 +315,10 @@ func TestAccRayCluster_planErrors(t *testing.T) {
 					head.RayCommand, "/opt/skew/bin/ray", 1),
 				ExpectError: regexp.MustCompile(`(?s)Ray versions differ across nodes.*2\.0\.0 on ` + w.Name + `.*` +
 					regexp.QuoteMeta(l.RayVersion) + ` on head`),
+			},
+			{
+				Config:      clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""}, fmt.Sprintf(`env = { VLLM_HOST_IP = %q }`, head.FabricIP)),
+				ExpectError: regexp.MustCompile(`(?s)VLLM_HOST_IP in env does not match.*` + w.Name + `\s+registers\s+` + regexp.QuoteMeta(w.FabricIP)),
 			},
 			{
 				Config:      clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""}, `env = { NCCL_SOCKET_IFNAME = "ib0" }`),
