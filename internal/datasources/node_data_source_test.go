@@ -91,7 +91,7 @@ func TestAccNodeDataSource_multiHomedFacts(t *testing.T) {
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New("gpu_count"), knownvalue.Int64Exact(0)),
 			// The lab's vLLM stand-in (a test double) answers `vllm --version`.
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New("vllm_version"), knownvalue.StringExact(l.VLLMVersion)),
-			statecheck.ExpectKnownValue(addr, tfjsonpath.New("docker_version"), knownvalue.Null()),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New("docker_version"), knownvalue.StringExact(l.DockerVersion)),
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New("host_key_fingerprint"), knownvalue.StringExact(fingerprint(t, n.HostKey))),
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New("id"), knownvalue.StringExact(fmt.Sprintf("%s:%d", n.SSHHost, n.SSHPort))),
 		)

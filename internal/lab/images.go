@@ -26,10 +26,11 @@ const (
 
 // basePackages is what debootstrap puts in the base image: sshd for the
 // provider, python3 + venv for Ray, iproute2 for the interface/route facts,
-// procps for pgrep/pkill, dumb-init to reap orphaned Ray processes.
+// procps for pgrep/pkill, dumb-init to reap orphaned Ray processes, and a
+// Docker engine so the container runtime runs for real inside each node.
 var basePackages = []string{
 	"openssh-server", "python3", "python3-venv", "iproute2", "procps",
-	"dumb-init", "ca-certificates", "util-linux",
+	"dumb-init", "ca-certificates", "util-linux", "docker.io",
 }
 
 // recipeHash names an image by everything that goes into it, so a changed

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -106,6 +107,15 @@ func Up(ctx context.Context, o Options) (*File, error) {
 		}
 		f.Nodes = append(f.Nodes, n)
 	}
+	for _, n := range f.Nodes {
+		if err := loadNodeImage(ctx, n, image, o.Log); err != nil {
+			return nil, err
+		}
+	}
+	f.NodeImage = image
+	if dv, err := docker(ctx, nil, "exec", f.Nodes[0].Container, "docker", "--version"); err == nil {
+		f.DockerVersion = strings.TrimSuffix(strings.Fields(dv)[2], ",")
+	}
 	// Nodes beyond the requested count from an earlier, larger lab go away.
 	if err := removeExtraNodes(ctx, o.Nodes, o.Log); err != nil {
 		return nil, err
@@ -164,8 +174,12 @@ func ensureNode(ctx context.Context, n *Node, image, authorizedKey string, log f
 			}
 		}
 		log("node %s: creating %s (external %s, fabric %s)", n.Name, n.Container, n.ExternalIP, n.FabricIP)
+		// The flags let the node run its own Docker engine without --privileged.
 		if _, err := docker(ctx, nil, "run", "-d", "--name", n.Container, "--hostname", n.Name,
 			"--label", labLabel+"=1", "--shm-size", "1g",
+			"--cap-add=ALL", "--cap-drop=SYS_RESOURCE",
+			"--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
+			"--cgroupns", "host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "-v", "/var/lib/docker",
 			"--network", ExternalNetwork, "--ip", n.ExternalIP, image); err != nil {
 			return err
 		}
@@ -222,6 +236,31 @@ func removeExtraNodes(ctx context.Context, want int, log func(string, ...any)) e
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// loadNodeImage puts the node image into the node's own Docker engine (no
+// registry is reachable): the container runtime then runs Ray and the vLLM
+// stand-in from it, inside the node.
+func loadNodeImage(ctx context.Context, n Node, image string, log func(string, ...any)) error {
+	var last error
+	for i := 0; i < 60; i++ {
+		if _, last = docker(ctx, nil, "exec", n.Container, "docker", "info"); last == nil {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if last != nil {
+		return fmt.Errorf("node %s: its Docker engine did not start: %w", n.Name, last)
+	}
+	if _, err := docker(ctx, nil, "exec", n.Container, "docker", "image", "inspect", image); err == nil {
+		return nil
+	}
+	log("node %s: loading %s into the node's Docker engine", n.Name, image)
+	cmd := exec.CommandContext(ctx, "sh", "-c", `docker save "$1" | docker exec -i "$2" docker load -q`, "sh", image, n.Container)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("load %s into %s: %w: %s", image, n.Name, err, tail(string(out), 10))
 	}
 	return nil
 }
@@ -309,7 +348,7 @@ func Down(ctx context.Context, log func(string, ...any)) error {
 	}
 	if names := strings.Fields(out); len(names) > 0 {
 		log("removing containers: %s", strings.Join(names, " "))
-		if _, err := docker(ctx, nil, append([]string{"rm", "-f"}, names...)...); err != nil {
+		if _, err := docker(ctx, nil, append([]string{"rm", "-f", "-v"}, names...)...); err != nil {
 			return err
 		}
 	}

@@ -23,7 +23,9 @@ type File struct {
 	FabricSubnet   string `json:"fabric_subnet"`
 	RayVersion     string `json:"ray_version"`
 	PythonVersion  string `json:"python_version"`
-	VLLMVersion    string `json:"vllm_version"` // the lab's vLLM stand-in (a test double), not vLLM
+	VLLMVersion    string `json:"vllm_version"`   // the lab's vLLM stand-in (a test double), not vLLM
+	DockerVersion  string `json:"docker_version"` // of the Docker engine inside each node
+	NodeImage      string `json:"node_image"`     // also loaded in each node's Docker engine, for the container runtime
 	Nodes          []Node `json:"nodes"`
 }
 

@@ -123,15 +123,7 @@ func (m *Manager) run(ctx context.Context, e transport.Endpoint, step string, ar
 
 // facts reads one node's facts through the runtime, in one round trip.
 func (m *Manager) facts(ctx context.Context, s Spec, n NodeSpec, routeTo, listenPort, tcp string) (nodefacts.Facts, error) {
-	argv := transport.Script(nodefacts.Script, s.Runtime.Ray(), "", routeTo, listenPort, tcp)
-	if s.Runtime.Container != nil {
-		// The container shares the host's network namespace; read the
-		// versions where Ray runs, the network from the host. One script
-		// serves both: run it in the container when it is up, else on the host.
-		argv = []string{"sh", "-c", `if docker inspect -f '{{.State.Running}}' "$1" 2>/dev/null | grep -q true; then shift; exec docker exec "$@"; fi; shift 2; exec "$@"`,
-			"sh", s.Runtime.Container.Name, s.Runtime.Container.Name}
-		argv = append(argv, transport.Script(nodefacts.Script, s.Runtime.Ray(), "", routeTo, listenPort, tcp)...)
-	}
+	argv := s.Runtime.ProbeArgv(transport.Script(nodefacts.Script, s.Runtime.Ray(), "", routeTo, listenPort, tcp))
 	res, err := m.run(ctx, n.Endpoint, "read node facts", argv)
 	if err != nil {
 		return nodefacts.Facts{}, err

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -171,10 +170,6 @@ func (m *vllmModel) servedName() string {
 func (m *vllmModel) clusterSpec(ctx context.Context) (raycluster.Spec, diag.Diagnostics) {
 	cm := clusterModel{Runtime: m.Runtime}
 	rt, diags := cm.runtime(ctx)
-	if rt.Container != nil {
-		diags.AddAttributeError(path.Root("runtime"), "Container runtime not supported yet for vLLM",
-			"spark_vllm_deployment runs vllm serve with the host runtime only for now; set runtime = { host = { ... } }.")
-	}
 	return raycluster.Spec{Runtime: rt, Head: raycluster.NodeSpec{Name: raycluster.HeadName, Endpoint: m.Head.Endpoint()}}, diags
 }
 
@@ -216,6 +211,28 @@ func (r *vllmResource) check(ctx context.Context, m *vllmModel, diags *diag.Diag
 		table = &t
 	} else if err != nil {
 		tflog.Debug(ctx, "no live Ray node table for the vLLM plan check", map[string]any{"error": err.Error()})
+	}
+	if table != nil {
+		// D11: vllm serve must run where the head's Ray runs (its container,
+		// or the host), or it attaches to no cluster or starts its own.
+		srv, err := r.server(ctx, m)
+		if err == nil {
+			current, err := srv.RayCluster(ctx)
+			if err == nil && current != m.RayAddress.ValueString() {
+				where := "on the host"
+				if spec.Runtime.Container != nil {
+					where = "in container " + spec.Runtime.Container.Name
+				}
+				found := fmt.Sprintf("records the cluster %q", current)
+				if current == "" {
+					found = "has no Ray cluster at all"
+				}
+				diags.AddAttributeError(path.Root("runtime"), "vllm serve would run outside the head's Ray",
+					fmt.Sprintf("vllm serve would run %s on %s, which %s, while ray_address is %q. vLLM would attach to the wrong "+
+						"Ray or start a new local one, whose only GPU is the head's. Give the deployment the runtime the cluster "+
+						"runs in: runtime = spark_ray_cluster.<name>.runtime.", where, m.Head.SSHHost.ValueString(), found, m.RayAddress.ValueString()))
+			}
+		}
 	}
 	p := preflight.Placement{PlacementIP: placement, HostIPGiven: !m.HostIP.IsNull(), HeadIP: headIP, Table: table,
 		TP: int(m.TP.ValueInt64()), PP: int(m.PP.ValueInt64())}
@@ -295,7 +312,11 @@ func (r *vllmResource) server(ctx context.Context, m *vllmModel) (vllm.Server, e
 	if err != nil {
 		return vllm.Server{}, err
 	}
-	return vllm.Server{Conn: conn, Port: int(m.Port.ValueInt64())}, nil
+	srv := vllm.Server{Conn: conn, Port: int(m.Port.ValueInt64())}
+	if spec, diags := m.clusterSpec(ctx); !diags.HasError() && spec.Runtime.Container != nil {
+		srv.Wrap = spec.Runtime.Wrap
+	}
+	return srv, nil
 }
 
 // launch starts the server and gates on readiness; on failure it stops it
@@ -334,13 +355,13 @@ func (r *vllmResource) launch(ctx context.Context, m *vllmModel, apiKey string, 
 	}
 	key := apiKey
 	if key == "" && !m.APIKeyFile.IsNull() {
-		res, err := srv.Conn.Run(ctx, transport.Cmd{Step: "read api_key_file", Argv: []string{"cat", m.APIKeyFile.ValueString()}})
+		k, err := srv.ReadKeyFile(ctx, m.APIKeyFile.ValueString())
 		if err != nil {
 			diags.AddAttributeError(path.Root("api_key_file"), "Cannot read api_key_file", err.Error())
 			_ = srv.Stop(context.WithoutCancel(ctx), id, 10*time.Second)
 			return
 		}
-		key = strings.TrimSpace(string(res.Stdout))
+		key = k
 	}
 	if err := srv.Ready(ctx, m.servedName(), key, id, nil); err != nil {
 		logTail := srv.LogTail(context.WithoutCancel(ctx), 40)

@@ -218,3 +218,54 @@ func TestAccVLLMDeployment_fabricEverywhere(t *testing.T) {
 		}},
 	})
 }
+
+// The container runtime, for real: Ray and the vLLM stand-in run in a
+// container on each node (`docker run -d --network host`), started from the
+// image the lab loaded into each node's own Docker engine.
+func TestAccVLLMDeployment_containerRuntime(t *testing.T) {
+	l := acctest.Lab(t)
+	head, w := l.Nodes[0], l.Nodes[1]
+	runtime := fmt.Sprintf(`runtime = { container = { image = %q, name = "ray-node", gpus = "", shm_size = "1g", ray_command = "/opt/ray/bin/ray" } }`, l.NodeImage)
+	cluster := strings.Replace(clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""}),
+		fmt.Sprintf("  runtime = { host = { ray_command = %q } }\n", head.RayCommand), "  "+runtime+"\n", 1)
+	deploy := strings.Replace(deploymentConfig(l, head.FabricIP, 2, ""), `vllm_command         = "/usr/local/bin/vllm"`, "", 1)
+	noContainer := func(s *terraform.State) error {
+		for _, n := range l.Nodes {
+			out, err := lab.Exec(context.Background(), n, "docker", "ps", "-a", "-q", "--filter", "name=^ray-node$")
+			if err != nil || strings.TrimSpace(out) != "" {
+				return fmt.Errorf("container ray-node still on %s after destroy (%q, %w)", n.Name, out, err)
+			}
+		}
+		return noVLLMLeft(l)(s)
+	}
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy:             noContainer,
+		Steps: []resource.TestStep{{
+			Config: cluster + deploy,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("registered_ip"), knownvalue.StringExact(w.FabricIP)),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("head").AtMapKey("registered_ip"), knownvalue.StringExact(head.FabricIP)),
+				statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("alive"), knownvalue.Bool(true)),
+				statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
+			},
+			Check: func(s *terraform.State) error {
+				for _, n := range l.Nodes {
+					// Ray runs inside the container, not beside it.
+					out, err := lab.Exec(context.Background(), n, "docker", "exec", "ray-node", "pgrep", "-x", "raylet")
+					if err != nil || strings.TrimSpace(out) == "" {
+						return fmt.Errorf("no raylet inside ray-node on %s: %q %w", n.Name, out, err)
+					}
+				}
+				endpoint := s.RootModule().Resources[deployAddr].Primary.Attributes["endpoint"]
+				if code, body, err := chat(endpoint, ""); err != nil || code != 200 {
+					return fmt.Errorf("chat completion through %s: %d %s %w", endpoint, code, body, err)
+				}
+				return nil
+			},
+		}},
+	})
+}

@@ -87,6 +87,23 @@ case "$state" in
 esac`, "sh", c.Name}, run...)
 }
 
+// ProbeArgv runs argv where Ray will run: on the host, or in the runtime's
+// container — the running one, else a throwaway one from the image with the
+// host's network (so the versions are the image's and the addresses the
+// node's, as they will be once the container runs).
+func (r Runtime) ProbeArgv(argv []string) []string {
+	c := r.Container
+	if c == nil {
+		return argv
+	}
+	script := `name=$1 image=$2; shift 2
+if [ "$(docker inspect -f '{{.State.Running}}' "$name" 2>/dev/null)" = true ]; then exec docker exec "$name" "$@"; fi
+prog=$1; shift
+exec docker run --rm --network host --entrypoint "$prog" "$image" "$@"`
+	// docker run --entrypoint takes the program; the rest are its arguments.
+	return append([]string{"sh", "-c", script, "sh", c.Name, c.Image}, argv...)
+}
+
 // RemoveArgv removes the runtime's container (and every process in it).
 func (r Runtime) RemoveArgv() []string {
 	if r.Container == nil {

@@ -37,3 +37,14 @@ func TestContainerValidate(t *testing.T) {
 		t.Fatalf("empty image accepted: %v", err)
 	}
 }
+
+func TestProbeArgv(t *testing.T) {
+	if got := (Runtime{}).ProbeArgv([]string{"sh", "-c", "x"}); strings.Join(got, " ") != "sh -c x" {
+		t.Fatalf("host probe = %v", got)
+	}
+	r := Runtime{Container: &Container{Image: "img:1", Name: "ray-node"}}
+	got := r.ProbeArgv([]string{"sh", "-c", "x"})
+	if got[len(got)-3] != "sh" || got[4] != "ray-node" || got[5] != "img:1" || !strings.Contains(got[2], "--network host") {
+		t.Fatalf("container probe = %q", got)
+	}
+}

@@ -186,12 +186,18 @@ dir=$(dirname -- "$1") && mkdir -p -- "$dir" &&
 tmp=$(mktemp -- "$1.XXXXXX") &&
 cat > "$tmp" && chmod -- "$2" "$tmp" && mv -f -- "$tmp" "$1" || { rm -f -- "$tmp"; exit 1; }`
 
+// UploadArgv is the command that writes its stdin to path atomically with
+// the given mode; wrap it to write somewhere else (inside a container).
+func UploadArgv(path string, mode os.FileMode) []string {
+	return Script(uploadScript, path, fmt.Sprintf("%04o", mode.Perm()))
+}
+
 // Upload writes data to path on the node atomically with the given mode.
 func (c *Conn) Upload(ctx context.Context, step, path string, mode os.FileMode, data []byte) error {
 	if data == nil {
 		data = []byte{}
 	}
-	_, err := c.Run(ctx, Cmd{Step: step, Argv: Script(uploadScript, path, fmt.Sprintf("%04o", mode.Perm())), Stdin: data})
+	_, err := c.Run(ctx, Cmd{Step: step, Argv: UploadArgv(path, mode), Stdin: data})
 	return err
 }
 

@@ -18,6 +18,16 @@ import (
 type Server struct {
 	Conn *transport.Conn
 	Port int
+	// Wrap makes a command run where vLLM runs (the runtime's container);
+	// nil runs it on the host.
+	Wrap func(argv []string, stdin bool) []string
+}
+
+func (s Server) cmd(step string, argv []string, stdin []byte) transport.Cmd {
+	if s.Wrap != nil {
+		argv = s.Wrap(argv, stdin != nil)
+	}
+	return transport.Cmd{Step: step, Argv: argv, Stdin: stdin}
 }
 
 // Launch writes the 0600 environment file (VLLM_HOST_IP, VLLM_API_KEY,
@@ -29,11 +39,11 @@ func (s Server) Launch(ctx context.Context, env map[string]string, keyFile strin
 		return "", err
 	}
 	dir := Dir(s.Port)
-	if err := s.Conn.Upload(ctx, "write vLLM env file", dir+"/env", 0o600, body); err != nil {
+	if _, err := s.Conn.Run(ctx, s.cmd("write vLLM env file", transport.UploadArgv(dir+"/env", 0o600), body)); err != nil {
 		return "", err
 	}
-	res, err := s.Conn.Run(ctx, transport.Cmd{Step: "launch vllm serve",
-		Argv: transport.Script(LaunchScript, append([]string{dir, keyFile}, argv...)...)})
+	res, err := s.Conn.Run(ctx, s.cmd("launch vllm serve",
+		transport.Script(LaunchScript, append([]string{dir, keyFile}, argv...)...), nil))
 	if err != nil {
 		return "", err
 	}
@@ -49,7 +59,7 @@ func (s Server) Alive(ctx context.Context, identity string) (bool, error) {
 	if identity == "" {
 		return false, nil
 	}
-	res, err := s.Conn.Run(ctx, transport.Cmd{Step: "check vLLM process", Argv: transport.Script(StatusScript, identity)})
+	res, err := s.Conn.Run(ctx, s.cmd("check vLLM process", transport.Script(StatusScript, identity), nil))
 	if err != nil {
 		return false, err
 	}
@@ -58,14 +68,14 @@ func (s Server) Alive(ctx context.Context, identity string) (bool, error) {
 
 // Stop sends SIGTERM, then SIGKILL after grace, and verifies the port closed.
 func (s Server) Stop(ctx context.Context, identity string, grace time.Duration) error {
-	_, err := s.Conn.Run(ctx, transport.Cmd{Step: "stop vLLM", Argv: transport.Script(StopScript,
-		identity, strconv.Itoa(s.Port), strconv.Itoa(int(grace.Seconds())))})
+	_, err := s.Conn.Run(ctx, s.cmd("stop vLLM", transport.Script(StopScript,
+		identity, strconv.Itoa(s.Port), strconv.Itoa(int(grace.Seconds()))), nil))
 	return err
 }
 
 // LogTail returns the last n lines of the server log.
 func (s Server) LogTail(ctx context.Context, n int) string {
-	res, err := s.Conn.Run(ctx, transport.Cmd{Step: "read vLLM log", Argv: transport.Script(LogTailScript, Dir(s.Port), strconv.Itoa(n))})
+	res, err := s.Conn.Run(ctx, s.cmd("read vLLM log", transport.Script(LogTailScript, Dir(s.Port), strconv.Itoa(n)), nil))
 	if err != nil || res == nil {
 		return "(log unavailable)"
 	}
@@ -83,8 +93,7 @@ type Running struct {
 // Find reads the server listening on the port: identity, environment and
 // command line.
 func (s Server) Find(ctx context.Context) (*Running, error) {
-	res, err := s.Conn.Run(ctx, transport.Cmd{Step: "find vLLM on port " + strconv.Itoa(s.Port),
-		Argv: transport.Script(FindScript, strconv.Itoa(s.Port))})
+	res, err := s.Conn.Run(ctx, s.cmd("find vLLM on port "+strconv.Itoa(s.Port), transport.Script(FindScript, strconv.Itoa(s.Port)), nil))
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +145,28 @@ func (s Server) Ready(ctx context.Context, servedName, apiKey, identity string, 
 		Transport: tr, Logger: logger,
 		Alive: func(ctx context.Context) (bool, error) { return s.Alive(ctx, identity) },
 	})
+}
+
+// RayCluster reads the GCS address Ray recorded where vLLM will run
+// (<temp>/ray/ray_current_cluster): "" when there is none, i.e. vllm serve
+// would run outside the namespace or container Ray runs in.
+func (s Server) RayCluster(ctx context.Context) (string, error) {
+	res, err := s.Conn.Run(ctx, s.cmd("find Ray where vLLM runs",
+		[]string{"sh", "-c", `cat "${TMPDIR:-/tmp}/ray/ray_current_cluster" 2>/dev/null || true`}, nil))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(res.Stdout)), nil
+}
+
+// ReadKeyFile reads an API key file where vLLM runs (for the readiness
+// probe; the key goes no further than this process's memory).
+func (s Server) ReadKeyFile(ctx context.Context, path string) (string, error) {
+	res, err := s.Conn.Run(ctx, s.cmd("read api_key_file", []string{"cat", path}, nil))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(res.Stdout)), nil
 }
 
 // Healthy asks /health once.
