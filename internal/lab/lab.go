@@ -244,15 +244,8 @@ func removeExtraNodes(ctx context.Context, want int, log func(string, ...any)) e
 // registry is reachable): the container runtime then runs Ray and the vLLM
 // stand-in from it, inside the node.
 func loadNodeImage(ctx context.Context, n Node, image string, log func(string, ...any)) error {
-	var last error
-	for i := 0; i < 60; i++ {
-		if _, last = docker(ctx, nil, "exec", n.Container, "docker", "info"); last == nil {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	if last != nil {
-		return fmt.Errorf("node %s: its Docker engine did not start: %w", n.Name, last)
+	if err := waitNodeDocker(ctx, n); err != nil {
+		return err
 	}
 	if _, err := docker(ctx, nil, "exec", n.Container, "docker", "image", "inspect", image); err == nil {
 		return nil
@@ -263,6 +256,22 @@ func loadNodeImage(ctx context.Context, n Node, image string, log func(string, .
 		return fmt.Errorf("load %s into %s: %w: %s", image, n.Name, err, tail(string(out), 10))
 	}
 	return nil
+}
+
+// waitNodeDocker waits (bounded) for the Docker engine inside a node.
+func waitNodeDocker(ctx context.Context, n Node) error {
+	var last error
+	for i := 0; i < 60; i++ {
+		if _, last = docker(ctx, nil, "exec", n.Container, "docker", "info"); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("node %s: its Docker engine did not start: %w", n.Name, last)
 }
 
 // ensureClientKey creates the lab's SSH client key once and reuses it.
@@ -395,5 +404,8 @@ func Restart(ctx context.Context, n Node) error {
 	if _, err := docker(ctx, nil, "restart", "-t", "2", n.Container); err != nil {
 		return err
 	}
-	return waitHostKey(ctx, &n)
+	if err := waitHostKey(ctx, &n); err != nil {
+		return err
+	}
+	return waitNodeDocker(ctx, n)
 }
