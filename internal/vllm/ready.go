@@ -43,6 +43,9 @@ func WaitReady(ctx context.Context, r Readiness) error {
 	c.RetryWaitMin, c.RetryWaitMax = 200*time.Millisecond, 2*time.Second
 	c.ErrorHandler = retryablehttp.PassthroughErrorHandler
 	var last error = &NotReadyError{Stage: "waiting", Detail: "no answer yet"}
+	// Poll soon, then back off: a small model is up in seconds, a 120B one
+	// takes many minutes, and polling must not load the server while it loads.
+	wait := 500 * time.Millisecond
 	for {
 		if r.Alive != nil {
 			if alive, err := r.Alive(ctx); err == nil && !alive {
@@ -57,8 +60,9 @@ func WaitReady(ctx context.Context, r Readiness) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("not ready when the timeout ended: %w", last)
-		case <-time.After(2 * time.Second):
+		case <-time.After(wait):
 		}
+		wait = min(wait*2, 5*time.Second)
 	}
 }
 
