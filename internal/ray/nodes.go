@@ -93,33 +93,6 @@ func (t Table) Alive(ip string) (Node, bool) {
 	return Node{}, false
 }
 
-// Head returns the alive head node.
-func (t Table) Head() (Node, bool) {
-	for _, n := range t.Nodes {
-		if n.Alive && n.IsHead {
-			return n, true
-		}
-	}
-	return Node{}, false
-}
-
-// Labels lists "node:<ip>" resources of alive nodes: the labels vLLM's
-// placement group can pin bundle 0 to.
-func (t Table) NodeLabels() []string {
-	var out []string
-	for _, n := range t.Nodes {
-		if !n.Alive {
-			continue
-		}
-		for k := range n.Resources {
-			if strings.HasPrefix(k, "node:") && k != "node:__internal_head__" {
-				out = append(out, k)
-			}
-		}
-	}
-	return out
-}
-
 func tail(s string) string {
 	if len(s) > 300 {
 		return "…" + s[len(s)-300:]

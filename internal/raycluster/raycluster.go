@@ -141,7 +141,6 @@ type Plan struct {
 	HeadIP      string
 	Registered  map[string]string // node name -> IP Ray will register
 	Hostnames   map[string]string // node name -> kernel hostname (Ray's NodeManagerHostname)
-	Addresses   map[string][]string
 	RayVersion  string
 	Diagnostics []preflight.Diagnostic
 }
@@ -165,7 +164,7 @@ func (m *Manager) PlanCluster(ctx context.Context, s Spec, o PlanOptions) (*Plan
 	}
 	head := preflight.Node{Name: HeadName, Path: s.Head.Path, SSHHost: s.Head.Endpoint.Host, NodeIP: s.Head.NodeIP, NumGPUs: s.Head.NumGPUs, Facts: hf}
 	p := &Plan{Registered: map[string]string{}, RayVersion: hf.RayVersion,
-		Hostnames: map[string]string{HeadName: hf.Hostname}, Addresses: map[string][]string{HeadName: addrs(hf)}}
+		Hostnames: map[string]string{HeadName: hf.Hostname}}
 	headIP, diags := preflight.PredictHeadIP(head)
 	if ip, ok := o.Known[HeadName]; ok {
 		headIP = ip
@@ -212,7 +211,6 @@ func (m *Manager) PlanCluster(ctx context.Context, s Spec, o PlanOptions) (*Plan
 		}
 		p.Registered[w.Name] = ip
 		p.Hostnames[w.Name] = w.Facts.Hostname
-		p.Addresses[w.Name] = addrs(w.Facts)
 		p.Diagnostics = append(p.Diagnostics, diags...)
 		p.Diagnostics = append(p.Diagnostics, preflight.NodeIPBound(w)...)
 		p.Diagnostics = append(p.Diagnostics, preflight.GPUs(w)...)

@@ -45,11 +45,6 @@ func (c *Conn) Addr() string { return c.addr }
 // HostKeyFingerprint is the SHA256 fingerprint of the key the host presented.
 func (c *Conn) HostKeyFingerprint() string { return ssh.FingerprintSHA256(c.hostKey) }
 
-// HostKey is the authorized_keys-style line of the key the host presented.
-func (c *Conn) HostKey() string {
-	return string(bytes.TrimSpace(ssh.MarshalAuthorizedKey(c.hostKey)))
-}
-
 // Close drops the connection; the pool dials afresh on the next Get.
 func (c *Conn) Close() {
 	c.closeOnce.Do(func() {
@@ -219,7 +214,6 @@ type Held struct {
 	session *ssh.Session
 	stdin   io.WriteCloser
 	release func()
-	stderr  *bytes.Buffer
 }
 
 // Release ends the held command and waits for it.
@@ -278,7 +272,7 @@ func (c *Conn) Hold(ctx context.Context, cmd Cmd, ready string) (*Held, error) {
 	select {
 	case ok := <-got:
 		if ok {
-			return &Held{session: s, stdin: stdin, release: release, stderr: &errb}, nil
+			return &Held{session: s, stdin: stdin, release: release}, nil
 		}
 		err := s.Wait()
 		s.Close()

@@ -186,9 +186,6 @@ func (p *Pool) signers() ([]ssh.Signer, func(), error) {
 // a plan should need one per distinct host).
 func (p *Pool) Handshakes() int64 { return p.handshakes.Load() }
 
-// Policy is the pool's host key policy.
-func (p *Pool) Policy() HostKeyPolicy { return p.cfg.Policy }
-
 func (p *Pool) normalize(e Endpoint) Endpoint {
 	if e.Port == 0 {
 		e.Port = p.cfg.Port
