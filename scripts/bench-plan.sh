@@ -11,6 +11,7 @@
 # Usage: scripts/bench-plan.sh [rounds]   (after `make demo`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+command -v ssh >/dev/null || { echo "bench-plan.sh needs an ssh client for the floor (apt-get install openssh-client)" >&2; exit 1; }
 root=$PWD
 rounds=${1:-7}
 rounds_apply=${ROUNDS_APPLY:-3}

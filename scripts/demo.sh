@@ -33,8 +33,8 @@ key_file="$root/.lab/demo-api-key"
 
 # The API key lives on the head in a 0600 file; it never enters Terraform.
 [ -s "$key_file" ] || { umask 077; python3 -c 'import secrets; print(secrets.token_hex(16))' > "$key_file"; }
-ssh -q -o BatchMode=yes -o UserKnownHostsFile="$(field '["known_hosts_file"]')" -i "$(field '["private_key_file"]')" \
-  "$(field '["ssh_user"]')@$head_ext" 'umask 077; cat > /etc/vllm-api-key' < "$key_file"
+# (Written through Docker: a fresh machine need not have an ssh client.)
+docker exec -i "$(field '["nodes"][0]["container"]')" sh -c 'umask 077; cat > /etc/vllm-api-key' < "$key_file"
 
 cd examples/demo
 echo "== 1. the field report's mistake: vllm_host_ip = $head_fab (the fabric address), Ray left to detect"
