@@ -27,7 +27,6 @@ export TF_CLI_CONFIG_FILE="$rc" TF_IN_AUTOMATION=1
 tf="${TF:-$root/.tools/bin/terraform}"
 lab="$root/.lab/lab.json"
 field() { python3 -c 'import json,sys; print(eval("json.load(open(sys.argv[1]))" + sys.argv[2]))' "$lab" "$1"; }
-head_ext=$(field '["nodes"][0]["external_ip"]')
 head_fab=$(field '["nodes"][0]["fabric_ip"]')
 key_file="$root/.lab/demo-api-key"
 
