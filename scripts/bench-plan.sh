@@ -24,6 +24,7 @@ containers=$(python3 -c 'import json,sys; print(" ".join(n["container"] for n in
 ssh_head=(ssh -q -o BatchMode=yes -o UserKnownHostsFile="$(field '["known_hosts_file"]')" -i "$(field '["private_key_file"]')" "$(field '["ssh_user"]')@$head")
 py=$(field '["nodes"][0]["python_command"]')
 query='import ray; ray.init(address="auto", logging_level="ERROR"); ray.nodes(); ray.shutdown()'
+auth='[ -s "$HOME/.ray/auth_token" ] && export RAY_AUTH_MODE=token'
 now() { python3 -c 'import time; print(time.monotonic())'; }
 elapsed() { python3 -c "print(round($2 - $1, 3))"; }
 median() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:]]; print("%.2f" % statistics.median(v))' "$@"; }
@@ -39,7 +40,7 @@ for i in $(seq "$rounds"); do
   plan+=("$(elapsed "$t0" "$t1")")
   t0=$(now); "$tf" plan -input=false -detailed-exitcode -target=spark_ray_cluster.lab >/dev/null 2>&1; t1=$(now)
   cluster+=("$(elapsed "$t0" "$t1")")
-  t0=$(now); "${ssh_head[@]}" true; "${ssh_head[@]}" "$py" -c "'$query'" 2>/dev/null; t1=$(now)
+  t0=$(now); "${ssh_head[@]}" true; "${ssh_head[@]}" "$auth; $py -c '$query'" 2>/dev/null; t1=$(now)
   floor+=("$(elapsed "$t0" "$t1")")
 done
 apply=()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
@@ -237,6 +238,45 @@ func WorkerHostIP(env map[string]string, nodes []Node, registered map[string]str
 		Detail: fmt.Sprintf("env VLLM_HOST_IP = %q reaches Ray on every node, but %s. vLLM's worker actors read VLLM_HOST_IP from "+
 			"their raylet's environment, so their addresses would disagree with Ray's and vLLM's unique-IP checks fail. Remove "+
 			"VLLM_HOST_IP from env: the provider sets it on each node to the address Ray registers there.", v, strings.Join(wrong, ", "))}}
+}
+
+// tokenAuthSince is the first Ray release with token authentication.
+const tokenAuthSince = "2.52.0"
+
+// TokenAuthSupported: auth_mode = "token" needs Ray 2.52.0 or later on every
+// node; older raylets would ignore RAY_AUTH_MODE and run unauthenticated.
+func TokenAuthSupported(nodes []Node) []Diagnostic {
+	var old []string
+	for _, n := range nodes {
+		if v := n.Facts.RayVersion; v != "" && versionLess(v, tokenAuthSince) {
+			old = append(old, fmt.Sprintf("%s has Ray %s", n.Name, v))
+		}
+	}
+	if len(old) == 0 {
+		return nil
+	}
+	return []Diagnostic{{Attr: []string{"auth_mode"},
+		Summary: "Ray too old for token authentication",
+		Detail: fmt.Sprintf("auth_mode = \"token\" needs Ray %s or later, but %s: it would run without authentication. "+
+			"Upgrade Ray on every node, or set auth_mode = \"disabled\" knowingly.", tokenAuthSince, strings.Join(old, ", "))}}
+}
+
+// versionLess compares dotted numeric versions ("2.9.3" < "2.52.0").
+func versionLess(a, b string) bool {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(pa) || i < len(pb); i++ {
+		var x, y int
+		if i < len(pa) {
+			x, _ = strconv.Atoi(strings.TrimRightFunc(pa[i], func(r rune) bool { return r < '0' || r > '9' }))
+		}
+		if i < len(pb) {
+			y, _ = strconv.Atoi(strings.TrimRightFunc(pb[i], func(r rune) bool { return r < '0' || r > '9' }))
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return false
 }
 
 // InterfaceVars are the env variables that name a network interface.

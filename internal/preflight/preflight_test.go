@@ -275,3 +275,17 @@ func TestWorkerHostIP(t *testing.T) {
 	}
 	one(t, WorkerHostIP(map[string]string{"VLLM_HOST_IP": "192.168.200.12"}, nodes, reg), "spark2 registers 192.168.200.13", "Remove")
 }
+
+func TestTokenAuthSupported(t *testing.T) {
+	h, w := head(""), worker(nil)
+	if d := TokenAuthSupported([]Node{h, w}); d != nil {
+		t.Fatal(d)
+	}
+	w.Facts.RayVersion = "2.9.3"
+	one(t, TokenAuthSupported([]Node{h, w}), "spark2 has Ray 2.9.3", "2.52.0", `auth_mode = "disabled"`)
+	for a, b := range map[string]string{"2.51.9": "2.52.0", "2.52.0rc1": "2.52.1", "1.13": "2.0"} {
+		if !versionLess(a, b) || versionLess(b, a) {
+			t.Errorf("versionLess(%s, %s) wrong", a, b)
+		}
+	}
+}

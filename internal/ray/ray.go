@@ -11,6 +11,11 @@ import (
 	"strings"
 )
 
+// AuthEnv is the shell line that turns Ray's token authentication on for a
+// client when the node holds a token at Ray's default path: readers of the
+// node table and vLLM's driver then pass the cluster's check.
+const AuthEnv = `[ -s "$HOME/.ray/auth_token" ] && export RAY_AUTH_MODE=token`
+
 // StartOptions describe one `ray start`.
 type StartOptions struct {
 	RayCommand    string // default "ray"

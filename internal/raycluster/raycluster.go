@@ -7,6 +7,8 @@ package raycluster
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -47,6 +49,9 @@ type Spec struct {
 	Env           map[string]string
 	StartArgs     []string
 	DashboardHost string
+	// AuthToken: Ray's token authentication (RAY_AUTH_MODE=token), with one
+	// token in a 0600 file at Ray's default path on every node.
+	AuthToken bool
 }
 
 // WorkerNames are the worker keys, sorted.
@@ -221,6 +226,9 @@ func (m *Manager) PlanCluster(ctx context.Context, s Spec, o PlanOptions) (*Plan
 	p.Diagnostics = append(p.Diagnostics, preflight.SameVersions(nodes)...)
 	p.Diagnostics = append(p.Diagnostics, preflight.Interfaces(s.Env, nodes, p.Registered)...)
 	p.Diagnostics = append(p.Diagnostics, preflight.WorkerHostIP(s.Env, nodes, p.Registered)...)
+	if s.AuthToken {
+		p.Diagnostics = append(p.Diagnostics, preflight.TokenAuthSupported(nodes)...)
+	}
 	return p, nil
 }
 
@@ -277,7 +285,8 @@ func (m *Manager) Lock(ctx context.Context, holder string, endpoints ...transpor
 
 // Table reads Ray's node table through the head.
 func (m *Manager) Table(ctx context.Context, s Spec, gcsAddr string) (ray.Table, error) {
-	argv := s.Runtime.Wrap([]string{"sh", "-c", `ray=$1; shift
+	argv := s.Runtime.Wrap([]string{"sh", "-c", ray.AuthEnv + `
+ray=$1; shift
 rp=$(command -v -- "$ray" 2>/dev/null) && py=$(head -n 1 -- "$rp" | sed -n 's/^#![[:space:]]*\([^[:space:]]*\).*/\1/p')
 case "$py" in */env|"") py=python3 ;; esac
 exec "$py" -c "$@"`, "sh", s.Runtime.Ray(), ray.NodesScript, gcsAddr}, false)
@@ -302,14 +311,32 @@ func (m *Manager) EnsureRuntime(ctx context.Context, s Spec, n NodeSpec) error {
 // is the address Ray registers for the node (planned): it becomes the
 // node's VLLM_HOST_IP, which vLLM's worker actors read from the raylet's
 // environment.
-func (m *Manager) Start(ctx context.Context, s Spec, n NodeSpec, headIP, registeredIP string) error {
+//
+// With token authentication the head keeps the token it already has at
+// Ray's default path (or gets a new random one) and a worker gets token,
+// read from the head: on stdin, never in argv, never in state.
+func (m *Manager) Start(ctx context.Context, s Spec, n NodeSpec, headIP, registeredIP, token string) error {
 	m.forget()
 	if err := m.EnsureRuntime(ctx, s, n); err != nil {
 		return err
 	}
+	if s.AuthToken {
+		var err error
+		if n.Name == HeadName {
+			err = m.ensureToken(ctx, s, n)
+		} else {
+			err = m.putToken(ctx, s, n, token)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	env := map[string]string{}
 	for k, v := range s.Env {
 		env[k] = v
+	}
+	if s.AuthToken {
+		env["RAY_AUTH_MODE"] = "token"
 	}
 	if _, given := env["VLLM_HOST_IP"]; !given && registeredIP != "" {
 		env["VLLM_HOST_IP"] = registeredIP
@@ -435,4 +462,46 @@ func (m *Manager) NodeAddresses(ctx context.Context, s Spec, n NodeSpec) ([]stri
 		return nil, err
 	}
 	return addrs(f), nil
+}
+
+// tokenScript writes stdin to Ray's default token path (0600) unless $1 is
+// "keep" and a token is already there.
+const tokenScript = `f="$HOME/.ray/auth_token"
+if [ "$1" = keep ] && [ -s "$f" ]; then cat > /dev/null; exit 0; fi
+mkdir -p "$HOME/.ray" && chmod 700 "$HOME/.ray" && umask 077 &&
+cat > "$f.tmp" && chmod 600 "$f.tmp" && mv -f "$f.tmp" "$f"`
+
+func (m *Manager) ensureToken(ctx context.Context, s Spec, n NodeSpec) error {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return err
+	}
+	return m.runStdin(ctx, n.Endpoint, "write Ray auth token", s.Runtime.Wrap(transport.Script(tokenScript, "keep"), true), []byte(hex.EncodeToString(b)))
+}
+
+func (m *Manager) putToken(ctx context.Context, s Spec, n NodeSpec, token string) error {
+	if token == "" {
+		return fmt.Errorf("no Ray auth token read from the head for %s", n.Name)
+	}
+	return m.runStdin(ctx, n.Endpoint, "write Ray auth token on "+n.Name, s.Runtime.Wrap(transport.Script(tokenScript, "replace"), true), []byte(token))
+}
+
+// ReadToken reads the cluster's token from the head ("" when it has none).
+// It stays in memory, on its way to a worker.
+func (m *Manager) ReadToken(ctx context.Context, s Spec) (string, error) {
+	res, err := m.run(ctx, s.Head.Endpoint, "read Ray auth token",
+		s.Runtime.Wrap([]string{"sh", "-c", `cat "$HOME/.ray/auth_token" 2>/dev/null || true`}, false))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(res.Stdout)), nil
+}
+
+func (m *Manager) runStdin(ctx context.Context, e transport.Endpoint, step string, argv []string, stdin []byte) error {
+	c, err := m.Pool.Get(ctx, e)
+	if err != nil {
+		return err
+	}
+	_, err = c.Run(ctx, transport.Cmd{Step: step, Argv: argv, Stdin: stdin})
+	return err
 }

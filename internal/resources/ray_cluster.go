@@ -210,7 +210,7 @@ func (r *rayClusterResource) Create(ctx context.Context, req resource.CreateRequ
 		}
 	}
 	gcsAddr := net.JoinHostPort(p.HeadIP, strconv.Itoa(spec.GCSPort))
-	if err := r.mgr.Start(ctx, spec, spec.Head, "", p.HeadIP); err != nil {
+	if err := r.mgr.Start(ctx, spec, spec.Head, "", p.HeadIP, ""); err != nil {
 		rollback()
 		resp.Diagnostics.AddAttributeError(path.Root("head"), "Cannot start the Ray head", err.Error())
 		return
@@ -222,7 +222,13 @@ func (r *rayClusterResource) Create(ctx context.Context, req resource.CreateRequ
 		resp.Diagnostics.AddAttributeError(path.Root("head"), "Ray head did not register as planned", err.Error())
 		return
 	}
-	if errs := r.startWorkers(ctx, spec, spec.WorkerNames(), p.HeadIP, p.Registered, true); len(errs) > 0 {
+	token, err := r.token(ctx, spec)
+	if err != nil {
+		rollback()
+		resp.Diagnostics.AddAttributeError(path.Root("auth_mode"), "Cannot read the cluster's auth token", err.Error())
+		return
+	}
+	if errs := r.startWorkers(ctx, spec, spec.WorkerNames(), p.HeadIP, p.Registered, token, true); len(errs) > 0 {
 		for _, name := range spec.WorkerNames() {
 			started = append(started, spec.Workers[name])
 		}
@@ -256,7 +262,7 @@ func (r *rayClusterResource) Create(ctx context.Context, req resource.CreateRequ
 // startWorkers starts Ray on the named workers in parallel. Any Ray already
 // on a worker is stopped first: the node is about to join this cluster, and
 // a raylet left from a cluster that is gone would hold its ports.
-func (r *rayClusterResource) startWorkers(ctx context.Context, spec raycluster.Spec, names []string, headIP string, registered map[string]string, clean bool) map[string]error {
+func (r *rayClusterResource) startWorkers(ctx context.Context, spec raycluster.Spec, names []string, headIP string, registered map[string]string, token string, clean bool) map[string]error {
 	var mu sync.Mutex
 	errs := map[string]error{}
 	var wg sync.WaitGroup
@@ -270,7 +276,7 @@ func (r *rayClusterResource) startWorkers(ctx context.Context, spec raycluster.S
 				err = r.mgr.Stop(ctx, spec, w)
 			}
 			if err == nil {
-				err = r.mgr.Start(ctx, spec, w, headIP, registered[name])
+				err = r.mgr.Start(ctx, spec, w, headIP, registered[name], token)
 			}
 			if err != nil {
 				mu.Lock()
@@ -281,6 +287,19 @@ func (r *rayClusterResource) startWorkers(ctx context.Context, spec raycluster.S
 	}
 	wg.Wait()
 	return errs
+}
+
+// token reads the cluster's auth token from the head when token
+// authentication is on: workers get it on stdin, state never sees it.
+func (r *rayClusterResource) token(ctx context.Context, spec raycluster.Spec) (string, error) {
+	if !spec.AuthToken {
+		return "", nil
+	}
+	t, err := r.mgr.ReadToken(ctx, spec)
+	if err == nil && t == "" {
+		err = errors.New("the head has no token at ~/.ray/auth_token")
+	}
+	return t, err
 }
 
 func allEndpoints(specs ...raycluster.Spec) []transport.Endpoint {
@@ -416,6 +435,10 @@ func (r *rayClusterResource) discover(ctx context.Context, m *clusterModel, spec
 	if m.DashboardHost.IsNull() {
 		m.DashboardHost = types.StringValue("127.0.0.1")
 	}
+	m.AuthMode = types.StringValue("disabled")
+	if t, err := r.mgr.ReadToken(ctx, spec); err == nil && t != "" {
+		m.AuthMode = types.StringValue("token")
+	}
 	return diags
 }
 
@@ -468,7 +491,12 @@ func (r *rayClusterResource) Update(ctx context.Context, req resource.UpdateRequ
 	for name, w := range plan.Workers {
 		registered[name] = w.RegisteredIP.ValueString()
 	}
-	if errs := r.startWorkers(ctx, spec, start, headIP, registered, false); len(errs) > 0 {
+	token, err := r.token(ctx, spec)
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("auth_mode"), "Cannot read the cluster's auth token", err.Error())
+		return
+	}
+	if errs := r.startWorkers(ctx, spec, start, headIP, registered, token, false); len(errs) > 0 {
 		for name, err := range errs {
 			resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(name), "Cannot start Ray worker", err.Error())
 		}
@@ -554,7 +582,7 @@ func (r *rayClusterResource) ImportState(ctx context.Context, req resource.Impor
 			fmt.Sprintf("import ID %q: want <head ssh_host>[,<worker name>=<worker ssh_host>...], e.g. \"10.1.230.180,spark2=10.1.230.181\"", req.ID))
 		return
 	}
-	m := clusterModel{ID: types.StringValue(head), GCSPort: types.Int64Value(6379),
+	m := clusterModel{ID: types.StringValue(head), GCSPort: types.Int64Value(6379), AuthMode: types.StringNull(),
 		Env: types.MapNull(types.StringType), StartArgs: types.ListNull(types.StringType), DashboardHost: types.StringNull(),
 		HeadAddress: types.StringNull(), RayVersion: types.StringNull()}
 	m.Head = emptyNode(head)

@@ -28,6 +28,7 @@ type clusterModel struct {
 	Env           types.Map                `tfsdk:"env"`
 	StartArgs     types.List               `tfsdk:"start_args"`
 	DashboardHost types.String             `tfsdk:"dashboard_host"`
+	AuthMode      types.String             `tfsdk:"auth_mode"`
 	HeadAddress   types.String             `tfsdk:"head_address"`
 	RayVersion    types.String             `tfsdk:"ray_version"`
 	Timeouts      timeouts.Value           `tfsdk:"timeouts"`
@@ -132,7 +133,7 @@ func (n *rayNodeModel) spec(ctx context.Context, name string, p []string) (raycl
 func (m *clusterModel) spec(ctx context.Context) (raycluster.Spec, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	s := raycluster.Spec{Workers: map[string]raycluster.NodeSpec{}, GCSPort: int(m.GCSPort.ValueInt64()),
-		DashboardHost: m.DashboardHost.ValueString()}
+		DashboardHost: m.DashboardHost.ValueString(), AuthToken: m.AuthMode.ValueString() == "token"}
 	if s.GCSPort == 0 {
 		s.GCSPort = 6379
 	}

@@ -151,6 +151,13 @@ func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"dashboard_host": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("127.0.0.1"),
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 				MarkdownDescription: "`--dashboard-host`. Default `127.0.0.1`; `0.0.0.0` exposes the dashboard (and job submission) to the network, with a plan warning."},
+			"auth_mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("token"),
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:    []validator.String{stringvalidator.OneOf("token", "disabled")},
+				MarkdownDescription: "`token` (default): Ray's token authentication (`RAY_AUTH_MODE=token`, Ray 2.52+). The head keeps the " +
+					"token it has at Ray's default path `~/.ray/auth_token` or gets a random one; every worker gets the same token in a " +
+					"0600 file. The token never reaches state, plan or argv; `ray` run by hand on a node finds it. `disabled`: anyone " +
+					"who reaches the GCS or dashboard can run code on every node."},
 			"head_address": schema.StringAttribute{Computed: true, MarkdownDescription: "`<head registered ip>:<gcs_port>`: the address workers (and vLLM's `ray_address`) join."},
 			"ray_version":  schema.StringAttribute{Computed: true, MarkdownDescription: "Ray version running on the cluster."},
 			"timeouts":     timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lab-infra/terraform-provider-spark/internal/acctest"
 	"github.com/lab-infra/terraform-provider-spark/internal/lab"
+	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
@@ -120,13 +121,31 @@ func TestAccRayCluster_fabricLifecycle(t *testing.T) {
 					headID.AddStateValue(clusterAddr, tfjsonpath.New("head").AtMapKey("node_id")),
 				},
 				// vLLM's worker actors read VLLM_HOST_IP from their raylet's environment:
-				// each node's must be the address Ray registered there (D10).
-				Check: func(*terraform.State) error {
+				// each node's must be the address Ray registered there (D10). Token
+				// auth is on, with one token in a 0600 file on every node, never in state.
+				Check: func(s *terraform.State) error {
+					var tokens []string
 					for _, n := range []lab.Node{head, w} {
 						out, err := lab.Exec(context.Background(), n, "sh", "-c",
-							`tr '\0' '\n' < /proc/$(pgrep -xo raylet)/environ | grep '^VLLM_HOST_IP='`)
-						if err != nil || strings.TrimSpace(out) != "VLLM_HOST_IP="+n.FabricIP {
-							return fmt.Errorf("raylet on %s has %q (%w), want VLLM_HOST_IP=%s", n.Name, out, err, n.FabricIP)
+							`tr '\0' '\n' < /proc/$(pgrep -xo raylet)/environ | grep -E '^(VLLM_HOST_IP|RAY_AUTH_MODE)=' | sort`)
+						if err != nil || strings.TrimSpace(out) != "RAY_AUTH_MODE=token\nVLLM_HOST_IP="+n.FabricIP {
+							return fmt.Errorf("raylet on %s has %q (%w), want RAY_AUTH_MODE=token and VLLM_HOST_IP=%s", n.Name, out, err, n.FabricIP)
+						}
+						tok, err := lab.Exec(context.Background(), n, "sh", "-c", `stat -c %a ~/.ray/auth_token && cat ~/.ray/auth_token`)
+						lines := strings.Split(strings.TrimSpace(tok), "\n")
+						if err != nil || len(lines) != 2 || lines[0] != "600" || len(lines[1]) < 32 {
+							return fmt.Errorf("auth token on %s: %q %w", n.Name, tok, err)
+						}
+						tokens = append(tokens, lines[1])
+					}
+					if tokens[0] != tokens[1] {
+						return fmt.Errorf("head and worker hold different auth tokens")
+					}
+					for _, r := range s.RootModule().Resources {
+						for k, v := range r.Primary.Attributes {
+							if strings.Contains(v, tokens[0]) {
+								return fmt.Errorf("the Ray auth token is in the state at %s", k)
+							}
 						}
 					}
 					return nil
@@ -217,7 +236,7 @@ func killRaylet(t *testing.T, l *lab.File, n lab.Node) {
 ray.init(address=sys.argv[1], logging_level="ERROR")
 print(any(x["Alive"] and x["NodeManagerAddress"] == %q for x in ray.nodes()))`, n.FabricIP)
 	for i := 0; i < 90; i++ {
-		out, err := lab.Exec(ctx, head, head.PythonCommand, "-c", probe, head.FabricIP+":6379")
+		out, err := lab.Exec(ctx, head, "sh", "-c", ray.AuthEnv+`; exec "$0" -c "$1" "$2"`, head.PythonCommand, probe, head.FabricIP+":6379")
 		if err == nil && strings.HasSuffix(strings.TrimSpace(out), "False") {
 			return
 		}
@@ -238,7 +257,8 @@ func TestAccRayCluster_autoDetectRegistersExternal(t *testing.T) {
 		CheckDestroy:             noRayLeft(l),
 		Steps: []resource.TestStep{{
 			// spark_ray_nodes: the diagnosis the field report needed, as a data source.
-			Config: clusterConfig(l, "", map[string]string{w.Name: ""}) + `
+			// Without token auth, as an operator can choose knowingly.
+			Config: clusterConfig(l, "", map[string]string{w.Name: ""}, `auth_mode = "disabled"`) + `
 data "spark_ray_nodes" "lab" {
   ssh_host    = spark_ray_cluster.lab.head.ssh_host
   ray_address = spark_ray_cluster.lab.head_address

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 )
 
 // ServeOptions describe one `vllm serve`.
@@ -153,12 +155,15 @@ func Dir(port int) string {
 // serve argv. It prints "<pid>:<start time>": the process identity, which
 // survives neither a restart nor PID reuse.
 const LaunchScript = `dir=$1 keyfile=$2; shift 2
+auth='` + ray.AuthEnv + `' 
 mkdir -p "$dir" && chmod 700 "$dir" && cd "$dir" || exit 1
 if [ -f pid ] && kill -0 "$(cat pid)" 2>/dev/null; then
   echo "a vLLM server started by this provider is already running (pid $(cat pid))" >&2; exit 3
 fi
 : > server.log
-setsid sh -c 'set -a; . ./env; if [ -n "$1" ]; then VLLM_API_KEY=$(cat "$1") || exit 1; fi; set +a; shift; exec "$@"' sh "$keyfile" "$@" >> server.log 2>&1 < /dev/null &
+setsid sh -c 'set -a; . ./env; if [ -n "$1" ]; then VLLM_API_KEY=$(cat "$1") || exit 1; fi; set +a
+'"$auth"'
+shift; exec "$@"' sh "$keyfile" "$@" >> server.log 2>&1 < /dev/null &
 pid=$!
 echo "$pid" > pid
 start=$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f20)
