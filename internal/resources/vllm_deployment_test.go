@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-testing/compare"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -267,5 +268,59 @@ func TestAccVLLMDeployment_containerRuntime(t *testing.T) {
 				return nil
 			},
 		}},
+	})
+}
+
+// Update restarts in place behind the same readiness gate; a server that
+// never becomes ready fails the apply with its log's tail and is stopped.
+func TestAccVLLMDeployment_updateAndReadinessFailure(t *testing.T) {
+	l := acctest.Lab(t)
+	head, w := l.Nodes[0], l.Nodes[1]
+	cluster := clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""})
+	base := deploymentConfig(l, head.FabricIP, 2, "")
+	identity := statecheck.CompareValue(compare.ValuesDiffer())
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy:             noVLLMLeft(l),
+		Steps: []resource.TestStep{
+			{
+				Config:            cluster + base,
+				ConfigStateChecks: []statecheck.StateCheck{identity.AddStateValue(deployAddr, tfjsonpath.New("process_identity"))},
+			},
+			{
+				// A changed env restarts the server in place: a new process, serving.
+				Config: cluster + strings.Replace(base, `VLLM_STANDIN_PLACEMENT_WAIT_S = "15"`, `VLLM_STANDIN_PLACEMENT_WAIT_S = "16"`, 1),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(deployAddr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					identity.AddStateValue(deployAddr, tfjsonpath.New("process_identity")),
+					statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
+				},
+			},
+			{
+				// The server ends up on another port: readiness on 8000 never comes.
+				Config: cluster + strings.Replace(
+					strings.Replace(base, `VLLM_STANDIN_PLACEMENT_WAIT_S = "15"`, `VLLM_STANDIN_PLACEMENT_WAIT_S = "16"`, 1),
+					`timeouts             = { create = "3m", update = "3m" }`,
+					`timeouts             = { create = "3m", update = "25s" }
+  extra_args           = ["--port", "8013"]`, 1),
+				ExpectError: regexp.MustCompile(`(?s)vLLM did not become ready.*Last 40 lines of the server log.*vLLM stand-in`),
+			},
+			{
+				// Nothing was left running by the failed apply.
+				PreConfig: func() {
+					out, _ := lab.Exec(context.Background(), head, "sh", "-c", "pgrep -af '[v]llm serve'; ss -Hltn 'sport = :8013'; true")
+					if strings.TrimSpace(out) != "" {
+						t.Fatalf("the server that never became ready is still running:\n%s", out)
+					}
+				},
+				Config: cluster + base,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
+				},
+			},
+		},
 	})
 }
