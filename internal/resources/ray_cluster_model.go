@@ -222,11 +222,7 @@ func (n *rayNodeModel) observe(r ray.Node) {
 	n.NodeID = types.StringValue(r.ID)
 	n.Alive = types.BoolValue(r.Alive)
 	n.NumGPUs = types.Int64Value(int64(r.Resources["GPU"]))
-	res := map[string]float64{}
-	for k, v := range customResources(r) {
-		res[k] = v
-	}
-	rv, _ := types.MapValueFrom(context.Background(), types.Float64Type, res)
+	rv, _ := types.MapValueFrom(context.Background(), types.Float64Type, customResources(r))
 	n.Resources = rv
 	lv, _ := types.MapValueFrom(context.Background(), types.StringType, customLabels(r))
 	n.Labels = lv

@@ -47,7 +47,7 @@ func (nodeIPValidator) ValidateString(_ context.Context, req validator.StringReq
 // replaceUnlessImported replaces the cluster when a setting that shapes
 // every Ray process changes, but not when state has no value yet because
 // the cluster was just imported (the setting cannot be read back from Ray).
-func replaceUnlessImported(ctx context.Context, req planmodifier.ObjectRequest, resp *objectplanmodifier.RequiresReplaceIfFuncResponse) {
+func replaceUnlessImported(_ context.Context, req planmodifier.ObjectRequest, resp *objectplanmodifier.RequiresReplaceIfFuncResponse) {
 	resp.RequiresReplace = !req.StateValue.IsNull()
 }
 
