@@ -116,7 +116,7 @@ func (p *sparkProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 					"connect_timeout": schema.StringAttribute{
 						Optional:            true,
 						MarkdownDescription: "Bound on TCP connect plus SSH handshake, e.g. `30s`. Default: `SPARK_SSH_CONNECT_TIMEOUT`, else `30s`.",
-						Validators:          []validator.String{providerdata.Duration{}},
+						Validators:          []validator.String{providerdata.Duration},
 					},
 					"bastion": schema.SingleNestedAttribute{
 						Optional:            true,
@@ -127,7 +127,7 @@ func (p *sparkProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 								Validators: []validator.Int64{int64validator.Between(1, 65535)}},
 							"user": schema.StringAttribute{Optional: true, MarkdownDescription: "Bastion user. Default: `ssh.user`."},
 							"host_key": schema.StringAttribute{Optional: true, MarkdownDescription: "Pins the bastion's host key (authorized_keys-style line).",
-								Validators: []validator.String{providerdata.HostKey{}}},
+								Validators: []validator.String{providerdata.HostKey}},
 						},
 					},
 				},

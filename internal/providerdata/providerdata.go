@@ -80,7 +80,7 @@ func NodeAccessDataSourceAttributes() map[string]dschema.Attribute {
 			Optional: true,
 			MarkdownDescription: "Pins this node's SSH host key: an authorized_keys-style line such as the content of " +
 				"`/etc/ssh/ssh_host_ed25519_key.pub`. Wins over `known_hosts_file` and `host_key_policy`.",
-			Validators: []validator.String{HostKey{}},
+			Validators: []validator.String{HostKey},
 		},
 	}
 }

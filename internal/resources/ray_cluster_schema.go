@@ -29,20 +29,13 @@ import (
 )
 
 // nodeIPValidator is the config-time node_ip check (D4, and D2 for Ray).
-type nodeIPValidator struct{}
-
-func (nodeIPValidator) Description(context.Context) string {
-	return "a literal IP address, not loopback, not a hostname"
-}
-func (v nodeIPValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-func (nodeIPValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if err := preflight.ValidateNodeIP(req.ConfigValue.ValueString()); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid node_ip", fmt.Sprintf("%s: %v", req.Path, err))
-	}
-}
+var nodeIPValidator = providerdata.StringCheck{Desc: "a literal IP address, not loopback, not a hostname", Summary: "Invalid node_ip",
+	Check: func(p, v string) error {
+		if err := preflight.ValidateNodeIP(v); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		return nil
+	}}
 
 // replaceUnlessImported replaces the cluster when a setting that shapes
 // every Ray process changes, but not when state has no value yet because
@@ -73,9 +66,9 @@ func nodeAttributes(head bool) map[string]schema.Attribute {
 		"ssh_port": schema.Int64Attribute{Optional: true, MarkdownDescription: "SSH port for this node. Default: the provider's `ssh.port`.",
 			Validators: []validator.Int64{int64validator.Between(1, 65535)}},
 		"ssh_user": schema.StringAttribute{Optional: true, MarkdownDescription: "SSH user for this node. Default: the provider's `ssh.user`."},
-		"host_key": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.HostKey{}},
+		"host_key": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.HostKey},
 			MarkdownDescription: "Pins this node's SSH host key (authorized_keys-style line); wins over known_hosts."},
-		"node_ip": schema.StringAttribute{Optional: true, Validators: []validator.String{nodeIPValidator{}},
+		"node_ip": schema.StringAttribute{Optional: true, Validators: []validator.String{nodeIPValidator},
 			MarkdownDescription: replace("`--node-ip-address`: the IP Ray registers for this node (`node:<ip>`). Must be a literal IP bound " +
 				"on the node. Null: Ray detects it (head: the route to 8.8.8.8; worker: the route to the head), and the plan shows " +
 				"what it will detect. Setting it to the address Ray already registered changes nothing on the node.")},

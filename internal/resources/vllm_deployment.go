@@ -80,20 +80,9 @@ func (r *vllmResource) Metadata(_ context.Context, req resource.MetadataRequest,
 	resp.TypeName = req.ProviderTypeName + "_vllm_deployment"
 }
 
-type hostIPValidator struct{}
-
-func (hostIPValidator) Description(context.Context) string { return "a literal IP address" }
-func (v hostIPValidator) MarkdownDescription(ctx context.Context) string {
-	return v.Description(ctx)
-}
-func (hostIPValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if err := vllm.ValidateHostIP(req.ConfigValue.ValueString()); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid host_ip", err.Error())
-	}
-}
+// hostIPValidator is the config-time host_ip check (D2).
+var hostIPValidator = providerdata.StringCheck{Desc: "a literal IP address", Summary: "Invalid host_ip",
+	Check: func(_, v string) error { return vllm.ValidateHostIP(v) }}
 
 func (r *vllmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	access := nodeAttributes(false)
@@ -124,7 +113,7 @@ func (r *vllmResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 				Validators: []validator.Int64{int64validator.AtLeast(1)}, MarkdownDescription: "`--tensor-parallel-size`. " + restart},
 			"pipeline_parallel_size": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1),
 				Validators: []validator.Int64{int64validator.AtLeast(1)}, MarkdownDescription: "`--pipeline-parallel-size`. " + restart},
-			"host_ip": schema.StringAttribute{Optional: true, Validators: []validator.String{hostIPValidator{}},
+			"host_ip": schema.StringAttribute{Optional: true, Validators: []validator.String{hostIPValidator},
 				MarkdownDescription: "`VLLM_HOST_IP`. Must be the IP Ray registered for the head (checked at plan). Null: vLLM's own " +
 					"detection on the head (the route to 8.8.8.8), shown as `placement_ip`. " + restart},
 			"port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(8000),
