@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 )
 
 // Script prints one "@@name" section per fact. Positional parameters:
@@ -27,9 +29,7 @@ import (
 const Script = `ray=${1:-ray}
 py=${2:-}
 if [ -z "$py" ]; then
-  rp=$(command -v -- "$ray" 2>/dev/null) &&
-    py=$(head -n 1 -- "$rp" 2>/dev/null | sed -n 's/^#![[:space:]]*\([^[:space:]]*\).*/\1/p')
-  case "$py" in */env|"") py=python3 ;; esac
+` + ray.PythonOfRay + `
 fi
 version_of() { "$py" -c 'import sys
 from importlib.metadata import version

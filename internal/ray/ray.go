@@ -16,6 +16,13 @@ import (
 // node table and vLLM's driver then pass the cluster's check.
 const AuthEnv = `[ -s "$HOME/.ray/auth_token" ] && export RAY_AUTH_MODE=token`
 
+// PythonOfRay is the shell lines that set $py to the interpreter on the #!
+// line of the ray command in $ray (the Python Ray is installed in), else
+// python3: how the provider finds the Python to ask Ray's questions with.
+const PythonOfRay = `rp=$(command -v -- "$ray" 2>/dev/null) &&
+  py=$(head -n 1 -- "$rp" 2>/dev/null | sed -n 's/^#![[:space:]]*\([^[:space:]]*\).*/\1/p')
+case "$py" in */env|"") py=python3 ;; esac`
+
 // StartOptions describe one `ray start`.
 type StartOptions struct {
 	RayCommand    string // default "ray"

@@ -287,8 +287,7 @@ func (m *Manager) Lock(ctx context.Context, holder string, endpoints ...transpor
 func (m *Manager) Table(ctx context.Context, s Spec, gcsAddr string) (ray.Table, error) {
 	argv := s.Runtime.Wrap([]string{"sh", "-c", ray.AuthEnv + `
 ray=$1; shift
-rp=$(command -v -- "$ray" 2>/dev/null) && py=$(head -n 1 -- "$rp" | sed -n 's/^#![[:space:]]*\([^[:space:]]*\).*/\1/p')
-case "$py" in */env|"") py=python3 ;; esac
+` + ray.PythonOfRay + `
 exec "$py" -c "$@"`, "sh", s.Runtime.Ray(), ray.NodesScript, gcsAddr}, false)
 	res, err := m.run(ctx, s.Head.Endpoint, "read Ray node table", argv)
 	if err != nil {
