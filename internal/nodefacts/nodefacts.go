@@ -20,7 +20,9 @@ import (
 // the interpreter on ray's #! line, else python3); $3 an address to look up
 // the route to (a worker's route to its head), optional; $4 a TCP port whose
 // listeners to list (the GCS port), optional; $5 an ip:port to try a TCP
-// connection to (the head's GCS, from a worker), optional. Every probe
+// connection to (the head's GCS, from a worker), optional; $6 the vllm
+// command (default "vllm"), asked for its version when Ray's Python has no
+// vllm distribution. Every probe
 // tolerates absence: a box without Ray or GPUs is still described.
 //
 // The default-route address is read with `ip route get`, a routing-table
@@ -50,7 +52,8 @@ except OSError as e:
     print("closed", e.strerror)' "$5" 2>/dev/null || echo unknown; fi
 echo @@python; "$py" -c 'import platform; print(platform.python_version())' 2>/dev/null
 echo @@ray; version_of ray || "$ray" --version 2>/dev/null
-echo @@vllm; version_of vllm || vllm --version 2>/dev/null
+echo @@vllm; version_of vllm || "${6:-vllm}" --version 2>/dev/null
+echo @@vllm_env; env | grep -E '^(VLLM_HOST_IP|VLLM_USE_RAY_V2_EXECUTOR_BACKEND)=' || true
 echo @@docker; docker --version 2>/dev/null
 echo @@end
 `
@@ -76,7 +79,11 @@ type Facts struct {
 	PythonVersion  string   // "" when absent
 	RayVersion     string
 	VLLMVersion    string
-	DockerVersion  string
+	// VLLMEnv holds VLLM_HOST_IP and VLLM_USE_RAY_V2_EXECUTOR_BACKEND where
+	// they are already set in the environment a command inherits on the node
+	// (a profile, the container image): vllm serve inherits them too.
+	VLLMEnv       map[string]string
+	DockerVersion string
 }
 
 // HasAddress reports whether ip is bound to any interface on the node.
@@ -210,6 +217,14 @@ func Parse(out string) (Facts, error) {
 	f.PythonVersion = version(s["python"])
 	f.RayVersion = version(s["ray"])
 	f.VLLMVersion = version(s["vllm"])
+	for _, line := range strings.Split(s["vllm_env"], "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && strings.HasPrefix(k, "VLLM_") {
+			if f.VLLMEnv == nil {
+				f.VLLMEnv = map[string]string{}
+			}
+			f.VLLMEnv[k] = v
+		}
+	}
 	f.DockerVersion = strings.TrimSuffix(version(s["docker"]), ",")
 	return f, nil
 }

@@ -10,17 +10,62 @@ import (
 
 // Placement is what the placement rules look at.
 type Placement struct {
-	PlacementIP string // host_ip (VLLM_HOST_IP), else vLLM's own detection on the head
-	HostIPGiven bool
-	HeadIP      string     // the address Ray registered (or will register) for the head, where vllm serve runs
-	Table       *ray.Table // the live node table; nil when the cluster is not up yet
-	TP, PP      int
+	PlacementIP string // VLLM_HOST_IP as vLLM will see it, else vLLM's own detection on the head
+	// Source says where PlacementIP came from: "host_ip", "env" (VLLM_HOST_IP
+	// in the deployment's env), "head" (VLLM_HOST_IP already in the environment
+	// vllm serve inherits on the head) or "" (vLLM's detection).
+	Source   string
+	HeadIP   string     // the address Ray registered (or will register) for the head, where vllm serve runs
+	Table    *ray.Table // the live node table; nil when the cluster is not up yet
+	Executor Executor
+	TP, PP   int
 }
 
-// PlacementIdentity (D1, the field report): vLLM pins bundle 0 of its
-// placement group to node:<placement ip>. That must be a label Ray
-// registered for an alive node, and that node must be the one vllm serve
-// runs on (the head), or bundle 0 can never be placed.
+// HostIPSources are the places VLLM_HOST_IP can come from, for
+// HostIPConflict: the deployment's host_ip, its env, and the environment
+// vllm serve inherits on the head. "" means unset.
+type HostIPSources struct{ HostIP, Env, Head string }
+
+// HostIPConflict (D2): host_ip and env.VLLM_HOST_IP are one setting given
+// twice; when both are set they must agree, or which one wins depends on
+// how the launch composes them. It returns the effective value and its
+// source ("" when vLLM will detect).
+func HostIPConflict(s HostIPSources) (string, string, []Diagnostic) {
+	switch {
+	case s.HostIP != "" && s.Env != "" && s.HostIP != s.Env:
+		return s.HostIP, "host_ip", []Diagnostic{{Attr: []string{"env"},
+			Summary: "host_ip and env.VLLM_HOST_IP disagree",
+			Detail: fmt.Sprintf("host_ip = %q but env sets VLLM_HOST_IP = %q. Both become vLLM's VLLM_HOST_IP; give it once, "+
+				"as host_ip, and remove VLLM_HOST_IP from env.", s.HostIP, s.Env)}}
+	case s.HostIP != "":
+		return s.HostIP, "host_ip", nil
+	case s.Env != "":
+		return s.Env, "env", nil
+	case s.Head != "":
+		return s.Head, "head", nil
+	}
+	return "", "", nil
+}
+
+func sourceText(src string) string {
+	switch src {
+	case "host_ip":
+		return "host_ip"
+	case "env":
+		return "env.VLLM_HOST_IP"
+	case "head":
+		return "VLLM_HOST_IP already set in the environment vllm serve inherits on the head"
+	}
+	return "vLLM's own detection on the head (VLLM_HOST_IP unset: the source address of the route to 8.8.8.8)"
+}
+
+// PlacementIdentity (D1, the field report). Where the vLLM on the head pins
+// bundle 0 of its placement group to node:<placement ip> (see
+// ResolveExecutor), that must be a label Ray registered for an alive node,
+// and that node must be the head where vllm serve runs, or bundle 0 can never
+// be placed: an error. Where it does not pin (RayExecutorV2), vLLM takes the
+// addresses from Ray and serves; an explicit VLLM_HOST_IP that Ray did not
+// register is then a warning, never an error.
 func PlacementIdentity(p Placement) []Diagnostic {
 	registered := p.HeadIP
 	onHead := p.PlacementIP == registered
@@ -36,23 +81,48 @@ func PlacementIdentity(p Placement) []Diagnostic {
 	if onHead {
 		return nil
 	}
-	source := "host_ip"
-	if !p.HostIPGiven {
-		source = "vLLM's own detection on the head (host_ip unset: the route to 8.8.8.8)"
+	e := p.Executor
+	if !e.Pinned {
+		if p.Source == "" {
+			return nil // vLLM detects, and uses Ray's addresses anyway: nothing to say
+		}
+		return []Diagnostic{{Warning: true, Attr: sourceAttr(p.Source),
+			Summary: "VLLM_HOST_IP is not the address Ray registered for the head (this vLLM serves anyway)",
+			Detail: fmt.Sprintf("VLLM_HOST_IP = %s (from %s), but Ray %s the head as node:%s.\n"+
+				"vLLM %s runs %s (%s): it pins nothing to node:<VLLM_HOST_IP> and takes node addresses from Ray, so this deployment will serve.\n"+
+				"With the legacy executor (%s=0) or a vLLM older than 0.21.0, the same setting would hang: bundle 0 pinned to node:%s, "+
+				"\"No available node types can fulfill resource request\", then \"Waiting for creating a placement group\" until 1800 s pass.\n"+
+				"To be safe on every vLLM: host_ip = %q, or start the head with node_ip = %q.",
+				p.PlacementIP, sourceText(p.Source), verb(p), registered, e.Version, e.Name, e.Why, ExecutorEnv, p.PlacementIP, registered, p.PlacementIP)}}
 	}
 	why := fmt.Sprintf("no alive Ray node carries the label node:%s, so bundle 0 of vLLM's placement group can never be placed", p.PlacementIP)
 	if elsewhere {
 		why = fmt.Sprintf("node:%s belongs to a worker, not to the head where vllm serve runs, so vLLM's driver and its bundle 0 would be on different nodes", p.PlacementIP)
 	}
-	return []Diagnostic{{Attr: []string{"host_ip"},
+	version := e.Version
+	if version == "" {
+		version = "(version unknown)"
+	}
+	fixes := fmt.Sprintf("Fix, either:\n  host_ip = %q  (what Ray registered for the head), or\n"+
+		"  start the head with node_ip = %q  (so Ray registers the address you meant).", registered, p.PlacementIP)
+	if v, ok := ParseVLLMVersion(e.Version); ok && atLeast(v, firstV2) && !atLeast(v, onlyV2) {
+		fixes += fmt.Sprintf("\n  Or let vLLM %s use RayExecutorV2, which pins nothing: env = { %s = \"1\" }.", e.Version, ExecutorEnv)
+	}
+	return []Diagnostic{{Attr: sourceAttr(p.Source),
 		Summary: "vLLM placement address does not match the address Ray registered for the head",
 		Detail: fmt.Sprintf("vLLM would pin its placement group to node:%s (from %s), but Ray %s the head as node:%s.\n"+
+			"vLLM %s runs %s (%s), which pins bundle 0 to node:<VLLM_HOST_IP>.\n"+
 			"Registered nodes: %s.\n"+
-			"Why it fails: %s. vLLM would wait, then report \"No available node types can fulfill resource request\" "+
-			"or \"Cannot provide a placement group\", although `ray status` shows the GPUs.\n"+
-			"Fix, either:\n  host_ip = %q  (what Ray registered for the head), or\n"+
-			"  start the head with node_ip = %q  (so Ray registers the address you meant).",
-			p.PlacementIP, source, verb(p), registered, labels(p), why, registered, p.PlacementIP)}}
+			"Why it fails: %s. vLLM would log \"Waiting for creating a placement group of specs\" every few seconds for 1800 s while Ray reports "+
+			"\"No available node types can fulfill resource request\", although `ray status` shows the GPUs.\n%s",
+			p.PlacementIP, sourceText(p.Source), verb(p), registered, version, e.Name, e.Why, labels(p), why, fixes)}}
+}
+
+func sourceAttr(src string) []string {
+	if src == "env" {
+		return []string{"env"}
+	}
+	return []string{"host_ip"}
 }
 
 func verb(p Placement) string {
@@ -82,11 +152,31 @@ func labels(p Placement) string {
 	return strings.Join(out, ", ")
 }
 
-// ParallelFits (D8): TP x PP bundles of one GPU each must fit the GPUs of
-// the alive nodes Ray registered.
-func ParallelFits(p Placement) []Diagnostic {
+// PlannedGPUs is what a cluster planned in the same run will register:
+// the deployment's first plan, before any Ray runs.
+type PlannedGPUs struct {
+	Total float64
+	Nodes string // for messages: "head 1, spark2 1"
+}
+
+// ParallelFits (D8): vLLM asks Ray for TP x PP bundles of one GPU. On a live
+// cluster they must fit the GPUs of the alive nodes less those that placement
+// groups of other deployments hold (own: what this deployment's running server
+// holds, and frees on restart); on a cluster planned in the same run, the GPUs
+// its nodes will register. Otherwise vLLM waits for a placement group that can
+// never be placed ("Cannot provide a placement group requiring N GPUs" after
+// 1800 s; vllm/v1/executor/ray_utils.py, 0.32.0).
+func ParallelFits(p Placement, planned *PlannedGPUs, own float64) []Diagnostic {
+	need := p.TP * p.PP
+	attr := []string{"tensor_parallel_size"}
 	if p.Table == nil {
-		return nil
+		if planned == nil || float64(need) <= planned.Total {
+			return nil
+		}
+		return []Diagnostic{{Attr: attr, Summary: "Tensor x pipeline parallel size exceeds the cluster's GPUs",
+			Detail: fmt.Sprintf("tensor_parallel_size %d x pipeline_parallel_size %d = %d GPUs, but the cluster planned with it will "+
+				"register %g (%s). vLLM would wait for a placement group that can never be placed. Lower the sizes, or add workers with GPUs.",
+				p.TP, p.PP, need, planned.Total, planned.Nodes)}}
 	}
 	var total float64
 	for _, n := range p.Table.Nodes {
@@ -94,13 +184,66 @@ func ParallelFits(p Placement) []Diagnostic {
 			total += n.Resources["GPU"]
 		}
 	}
-	need := p.TP * p.PP
-	if float64(need) <= total {
+	if float64(need) > total {
+		return []Diagnostic{{Attr: attr, Summary: "Tensor x pipeline parallel size exceeds the cluster's GPUs",
+			Detail: fmt.Sprintf("tensor_parallel_size %d x pipeline_parallel_size %d = %d GPUs, but the alive nodes Ray registered have %g "+
+				"(%s). vLLM would wait for a placement group that can never be placed. Lower the sizes, or add workers with GPUs.",
+				p.TP, p.PP, need, total, labels(p))}}
+	}
+	var held float64
+	var holders []string
+	for _, g := range p.Table.PlacementGroups {
+		if g.State != "CREATED" || g.GPUs == 0 {
+			continue
+		}
+		held += g.GPUs
+		holders = append(holders, fmt.Sprintf("%g GPU by placement group %s (%s)", g.GPUs, g.ID, g.Holder))
+	}
+	free := total - held + own
+	if float64(need) <= free {
 		return nil
 	}
-	return []Diagnostic{{Attr: []string{"tensor_parallel_size"},
-		Summary: "Tensor x pipeline parallel size exceeds the cluster's GPUs",
-		Detail: fmt.Sprintf("tensor_parallel_size %d x pipeline_parallel_size %d = %d GPUs, but the alive nodes Ray registered have %g "+
-			"(%s). vLLM would wait for a placement group that can never be placed. Lower the sizes, or add workers with GPUs.",
-			p.TP, p.PP, need, total, labels(p))}}
+	sort.Strings(holders)
+	return []Diagnostic{{Attr: attr, Summary: "Not enough free GPUs: other deployments hold them",
+		Detail: fmt.Sprintf("tensor_parallel_size %d x pipeline_parallel_size %d = %d GPUs, but only %g of the cluster's %g are free: "+
+			"held are %s. vLLM would wait for its placement group until 1800 s pass (\"Cannot provide a placement group requiring %d GPUs\"). "+
+			"Stop the deployment that holds them, lower the sizes, or add workers with GPUs.",
+			p.TP, p.PP, need, max(free, 0), total, strings.Join(holders, "; "), need)}}
+}
+
+// ServeSite is where vllm serve would run and where the head's Ray runs:
+// "on the host" or "in container NAME".
+type ServeSite struct {
+	Serve, Ray string
+	SSHHost    string
+	RayAddress string
+	// Live: the cluster runs; Recorded is then the GCS address Ray recorded
+	// where vllm serve would run (<temp>/ray/ray_current_cluster, "" none).
+	// Not live: the cluster is planned in this run, and Ray is where it
+	// will run.
+	Live     bool
+	Recorded string
+}
+
+// ServeBesideRay (D11): vllm serve must run where the head's Ray runs (its
+// container, or the host), or vLLM attaches to no cluster, or to another,
+// or starts a local one whose only GPU is the head's.
+func ServeBesideRay(s ServeSite) []Diagnostic {
+	var found string
+	switch {
+	case s.Live && s.Recorded == s.RayAddress:
+		return nil
+	case s.Live && s.Recorded == "":
+		found = "which has no Ray cluster at all"
+	case s.Live:
+		found = fmt.Sprintf("which records the cluster %q", s.Recorded)
+	case s.Serve == s.Ray:
+		return nil
+	default:
+		found = fmt.Sprintf("while the cluster's Ray will run %s", s.Ray)
+	}
+	return []Diagnostic{{Attr: []string{"runtime"}, Summary: "vllm serve would run outside the head's Ray",
+		Detail: fmt.Sprintf("vllm serve would run %s on %s, %s, while ray_address is %q. vLLM would attach to the wrong "+
+			"Ray or start a new local one, whose only GPU is the head's. Give the deployment the runtime the cluster "+
+			"runs in: runtime = spark_ray_cluster.<name>.runtime.", s.Serve, s.SSHHost, found, s.RayAddress)}}
 }

@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -228,42 +229,202 @@ func fieldReportTable() *ray.Table {
 	}}
 }
 
+// legacy is vLLM 0.32.0 with VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0: it pins.
+func legacy(t *testing.T) Executor {
+	e, d := ResolveExecutor("0.32.0+cpu", ExecutorFlag{Value: "0", Set: true, Source: "env"})
+	if d != nil || !e.Pinned {
+		t.Fatalf("0.32.0 with the flag at 0: %+v %v", e, d)
+	}
+	return e
+}
+
+func v2(t *testing.T) Executor {
+	e, d := ResolveExecutor("0.32.0+cpu", ExecutorFlag{})
+	if d != nil || e.Pinned || e.Name != ExecutorV2 {
+		t.Fatalf("0.32.0 by default: %+v %v", e, d)
+	}
+	return e
+}
+
 func TestPlacementIdentityFieldReport(t *testing.T) {
 	// Ray registered the head under its external address; VLLM_HOST_IP is the fabric one.
-	d := PlacementIdentity(Placement{PlacementIP: "192.168.200.12", HostIPGiven: true, HeadIP: "10.1.230.180", Table: fieldReportTable()})
+	d := PlacementIdentity(Placement{PlacementIP: "192.168.200.12", Source: "host_ip", HeadIP: "10.1.230.180", Table: fieldReportTable(), Executor: legacy(t)})
 	one(t, d, "node:192.168.200.12", "node:10.1.230.180 (head, 1 GPU)", "node:10.1.230.181 (worker, 1 GPU)",
-		`host_ip = "10.1.230.180"`, `node_ip = "192.168.200.12"`, "No available node types can fulfill resource request")
-	if d[0].Attr[0] != "host_ip" {
+		`host_ip = "10.1.230.180"`, `node_ip = "192.168.200.12"`, "No available node types can fulfill resource request",
+		"vLLM 0.32.0+cpu runs RayDistributedExecutor", "VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0, from env", `VLLM_USE_RAY_V2_EXECUTOR_BACKEND = "1"`)
+	if d[0].Warning || d[0].Attr[0] != "host_ip" {
+		t.Fatalf("want an error on host_ip: %+v", d[0])
+	}
+	// The same mistake given through env is reported on env.
+	d = PlacementIdentity(Placement{PlacementIP: "192.168.200.12", Source: "env", HeadIP: "10.1.230.180", Table: fieldReportTable(), Executor: legacy(t)})
+	one(t, d, "from env.VLLM_HOST_IP")
+	if d[0].Attr[0] != "env" {
 		t.Fatalf("attr = %v", d[0].Attr)
+	}
+}
+
+// RayExecutorV2 pins nothing: the field report's setting serves, so it is a
+// warning that says so, never an error.
+func TestPlacementIdentityV2Warns(t *testing.T) {
+	d := PlacementIdentity(Placement{PlacementIP: "192.168.200.12", Source: "host_ip", HeadIP: "10.1.230.180", Table: fieldReportTable(), Executor: v2(t)})
+	one(t, d, "this vLLM serves anyway", "RayExecutorV2", "defaults it to 1", "legacy executor (VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0)", "would hang")
+	if !d[0].Warning {
+		t.Fatalf("a configuration that serves was refused: %+v", d[0])
+	}
+	// vLLM's own detection under V2: nothing is pinned and nothing was set.
+	if d := PlacementIdentity(Placement{PlacementIP: "192.168.200.12", HeadIP: "10.1.230.180", Table: fieldReportTable(), Executor: v2(t)}); d != nil {
+		t.Fatal(d)
 	}
 }
 
 func TestPlacementIdentity(t *testing.T) {
 	tbl := fieldReportTable()
-	if d := PlacementIdentity(Placement{PlacementIP: "10.1.230.180", HostIPGiven: true, HeadIP: "10.1.230.180", Table: tbl}); d != nil {
+	pin := legacy(t)
+	if d := PlacementIdentity(Placement{PlacementIP: "10.1.230.180", Source: "host_ip", HeadIP: "10.1.230.180", Table: tbl, Executor: pin}); d != nil {
 		t.Fatal("matching address refused:", d)
 	}
 	// Before the cluster exists: checked against the planned head address.
-	if d := PlacementIdentity(Placement{PlacementIP: "192.168.200.12", HeadIP: "192.168.200.12"}); d != nil {
+	if d := PlacementIdentity(Placement{PlacementIP: "192.168.200.12", HeadIP: "192.168.200.12", Executor: pin}); d != nil {
 		t.Fatal(d)
 	}
-	one(t, PlacementIdentity(Placement{PlacementIP: "10.1.230.180", HeadIP: "192.168.200.12"}),
+	one(t, PlacementIdentity(Placement{PlacementIP: "10.1.230.180", HeadIP: "192.168.200.12", Executor: pin}),
 		"vLLM's own detection", "planned address")
 	// A worker's label: placeable, but not where vllm serve runs.
-	one(t, PlacementIdentity(Placement{PlacementIP: "10.1.230.181", HostIPGiven: true, HeadIP: "10.1.230.180", Table: tbl}),
+	one(t, PlacementIdentity(Placement{PlacementIP: "10.1.230.181", Source: "host_ip", HeadIP: "10.1.230.180", Table: tbl, Executor: pin}),
 		"belongs to a worker")
+}
+
+// The rule table, release by release (see vllmexecutor.go for the source lines).
+func TestResolveExecutor(t *testing.T) {
+	unset := ExecutorFlag{}
+	on := ExecutorFlag{Value: "1", Set: true, Source: "env"}
+	off := ExecutorFlag{Value: "0", Set: true, Source: "head"}
+	for _, c := range []struct {
+		version string
+		flag    ExecutorFlag
+		name    string
+		pinned  bool
+		why     string
+	}{
+		{"0.5.4", unset, ExecutorLegacy, false, "predates the placement pin"},
+		{"0.5.5", unset, ExecutorLegacy, true, "only the legacy Ray executor"},
+		{"0.10.1.1+381074ae.nv25.09", unset, ExecutorLegacy, true, "only the legacy"},
+		{"0.19.1", on, ExecutorLegacy, true, "only the legacy"},
+		{"0.20.0", unset, ExecutorLegacy, true, "defaults it to 0"},
+		{"0.20.2", on, ExecutorV2, false, "VLLM_USE_RAY_V2_EXECUTOR_BACKEND=1, from env"},
+		{"0.21.0rc1", unset, ExecutorV2, false, "defaults it to 1"},
+		{"0.21.0", unset, ExecutorV2, false, "defaults it to 1"},
+		{"0.32.0+cpu", off, ExecutorLegacy, true, "from the environment vllm serve inherits on the head"},
+		{"0.32.0+cpu", ExecutorFlag{Value: " 2 ", Set: true, Source: "env"}, ExecutorV2, false, "="},
+		{"0.33.0", off, ExecutorV2, false, "only RayExecutorV2"},
+		{"", unset, ExecutorLegacy, true, "could not be read"},
+		{"garbage", unset, ExecutorLegacy, true, "could not be read"},
+	} {
+		e, _ := ResolveExecutor(c.version, c.flag)
+		if e.Name != c.name || e.Pinned != c.pinned || !strings.Contains(e.Why, c.why) {
+			t.Errorf("%s %+v: got %+v, want %s pinned=%v (%q)", c.version, c.flag, e, c.name, c.pinned, c.why)
+		}
+	}
+	// A flag vLLM cannot parse stops it at startup: an error naming env.
+	_, d := ResolveExecutor("0.32.0", ExecutorFlag{Value: "true", Set: true, Source: "env"})
+	one(t, d, `"true"`, "not an integer", "bool(int(...))")
+	if d[0].Warning || d[0].Attr[0] != "env" {
+		t.Fatalf("%+v", d[0])
+	}
+	// On a release without the flag, setting it is pointless: a warning.
+	_, d = ResolveExecutor("0.34.0", ExecutorFlag{Value: "0", Set: true, Source: "env"})
+	one(t, d, "has no effect")
+	if !d[0].Warning {
+		t.Fatal("want a warning")
+	}
+}
+
+func FuzzParseVLLMVersion(f *testing.F) {
+	for _, s := range []string{"0.32.0+cpu", "0.10.1.1+381074ae.nv25.09", "0.21.0rc1", "1", "v0.5.5", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, ok := ParseVLLMVersion(s)
+		if ok {
+			if again, ok2 := ParseVLLMVersion(fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2])); !ok2 || again != v {
+				t.Fatalf("%q -> %v does not round-trip", s, v)
+			}
+		}
+		_, _ = ResolveExecutor(s, ExecutorFlag{Value: s, Set: true, Source: "env"})
+	})
+}
+
+func TestHostIPConflict(t *testing.T) {
+	ip, src, d := HostIPConflict(HostIPSources{HostIP: "10.0.0.1", Env: "10.0.0.2"})
+	one(t, d, `host_ip = "10.0.0.1"`, `VLLM_HOST_IP = "10.0.0.2"`, "remove VLLM_HOST_IP from env")
+	if ip != "10.0.0.1" || src != "host_ip" || d[0].Attr[0] != "env" {
+		t.Fatal(ip, src, d)
+	}
+	for _, c := range []struct {
+		in       HostIPSources
+		ip, from string
+	}{
+		{HostIPSources{HostIP: "10.0.0.1", Env: "10.0.0.1"}, "10.0.0.1", "host_ip"},
+		{HostIPSources{Env: "10.0.0.2", Head: "10.0.0.3"}, "10.0.0.2", "env"},
+		{HostIPSources{Head: "10.0.0.3"}, "10.0.0.3", "head"},
+		{HostIPSources{}, "", ""},
+	} {
+		ip, src, d := HostIPConflict(c.in)
+		if ip != c.ip || src != c.from || d != nil {
+			t.Errorf("%+v: got %q %q %v", c.in, ip, src, d)
+		}
+	}
 }
 
 func TestParallelFits(t *testing.T) {
 	tbl := fieldReportTable()
-	if d := ParallelFits(Placement{TP: 2, PP: 1, Table: tbl}); d != nil {
+	if d := ParallelFits(Placement{TP: 2, PP: 1, Table: tbl}, nil, 0); d != nil {
 		t.Fatal(d)
 	}
-	one(t, ParallelFits(Placement{TP: 3, PP: 1, Table: tbl}), "3 x pipeline_parallel_size 1 = 3 GPUs", "have 2")
+	one(t, ParallelFits(Placement{TP: 3, PP: 1, Table: tbl}, nil, 0), "3 x pipeline_parallel_size 1 = 3 GPUs", "have 2")
+	// Another deployment's placement group holds one GPU: TP=2 no longer fits,
+	// unless that GPU is this deployment's own (a restart frees it).
+	tbl.PlacementGroups = []ray.PlacementGroup{
+		{ID: "pg1", State: "CREATED", GPUs: 1, Holder: "vllm serve other, driver pid 7 on 10.1.230.180"},
+		{ID: "pg2", State: "REMOVED", GPUs: 2, Holder: "gone"},
+	}
+	one(t, ParallelFits(Placement{TP: 2, PP: 1, Table: tbl}, nil, 0), "only 1 of the cluster's 2 are free",
+		"1 GPU by placement group pg1 (vllm serve other, driver pid 7 on 10.1.230.180)")
+	if d := ParallelFits(Placement{TP: 2, PP: 1, Table: tbl}, nil, 1); d != nil {
+		t.Fatal("own GPUs counted as held:", d)
+	}
+	if d := ParallelFits(Placement{TP: 1, PP: 1, Table: tbl}, nil, 0); d != nil {
+		t.Fatal(d)
+	}
+	tbl.PlacementGroups = nil
 	tbl.Nodes[1].Alive = false
-	one(t, ParallelFits(Placement{TP: 2, PP: 1, Table: tbl}), "have 1")
-	if d := ParallelFits(Placement{TP: 8, PP: 8}); d != nil {
-		t.Fatal("no table: nothing to check yet, but flagged")
+	one(t, ParallelFits(Placement{TP: 2, PP: 1, Table: tbl}, nil, 0), "have 1")
+	if d := ParallelFits(Placement{TP: 8, PP: 8}, nil, 0); d != nil {
+		t.Fatal("no table and no planned cluster: nothing to check, but flagged")
+	}
+	// First plan: the cluster is planned in the same run.
+	planned := &PlannedGPUs{Total: 2, Nodes: "head 1, spark2 1"}
+	one(t, ParallelFits(Placement{TP: 3, PP: 1}, planned, 0), "will register 2 (head 1, spark2 1)")
+	if d := ParallelFits(Placement{TP: 2, PP: 1}, planned, 0); d != nil {
+		t.Fatal(d)
+	}
+}
+
+func TestServeBesideRay(t *testing.T) {
+	base := ServeSite{Serve: "on the host", SSHHost: "10.1.230.180", RayAddress: "10.1.230.180:6379"}
+	live := base
+	live.Live, live.Recorded = true, "10.1.230.180:6379"
+	if d := ServeBesideRay(live); d != nil {
+		t.Fatal(d)
+	}
+	live.Recorded = ""
+	one(t, ServeBesideRay(live), "has no Ray cluster at all", "runtime = spark_ray_cluster.<name>.runtime")
+	planned := base
+	planned.Ray = "in container ray-node"
+	one(t, ServeBesideRay(planned), "would run on the host", "will run in container ray-node")
+	planned.Serve = "in container ray-node"
+	if d := ServeBesideRay(planned); d != nil {
+		t.Fatal(d)
 	}
 }
 

@@ -7,7 +7,11 @@ import (
 )
 
 // NodesScript prints Ray's registered node table as one JSON line after
-// "@@nodes". Its argument is the GCS address (ip:port). It reads the GCS
+// "@@nodes". Its argument is the GCS address (ip:port). It also lists the
+// placement groups and the job that created each (GPUs held, and by whom),
+// read from the GCS tables (ray/_private/state.py, Ray 2.52.1), so a plan
+// can tell how many GPUs are free; a Ray without those internals just
+// lists none. It reads the GCS
 // directly (about half the time of attaching a driver), falls back to
 // ray.nodes() where the internal client differs, and reports a GCS that
 // does not answer as {"gcs": "down"} rather than failing, so the provider
@@ -39,7 +43,42 @@ except (ImportError, AttributeError, TypeError):
                       "hostname": n.get("NodeManagerHostname", ""), "is_head": "node:__internal_head__" in res,
                       "resources": res, "labels": n.get("Labels") or {}})
     ray.shutdown()
-print("@@nodes " + json.dumps({"gcs": "up", "ray_version": ray.__version__, "nodes": nodes}))
+pgs = []
+try:
+    from ray._private.state import GlobalState
+    from ray._raylet import GcsClientOptions
+    from ray.core.generated import gcs_pb2
+    gs = GlobalState()
+    gs._initialize_global_state(GcsClientOptions.create(addr, None, allow_cluster_id_nil=True, fetch_cluster_id_if_nil=False))
+    acc = gs._connect_and_get_accessor()
+    def holder(j):
+        # vLLM's driver is its EngineCore process (setproctitle pads its
+        # title with ""); on this node, name the vllm serve that started it.
+        what = " ".join(t for t in j.entrypoint.split() if t != '""') or "job " + j.job_id.hex()
+        if j.driver_address.ip_address == host:
+            try:
+                with open("/proc/%d/stat" % j.driver_pid) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                with open("/proc/%d/cmdline" % ppid, "rb") as f:
+                    parent = " ".join(a.decode() for a in f.read().split(b"\0") if a)
+                if " serve " in parent:
+                    what = "%s (pid %d)" % (parent, ppid)
+            except (OSError, ValueError, IndexError):
+                pass
+        return "%s, driver pid %d on %s" % (what, j.driver_pid, j.driver_address.ip_address)
+    jobs = {}
+    for raw in acc.get_job_table(skip_submission_job_info_field=True, skip_is_running_tasks_field=True):
+        j = gcs_pb2.JobTableData.FromString(raw)
+        jobs[j.job_id] = holder(j)
+    for raw in acc.get_placement_group_table():
+        g = gcs_pb2.PlacementGroupTableData.FromString(raw)
+        state = g.DESCRIPTOR.fields_by_name["state"].enum_type.values_by_number[g.state].name
+        pgs.append({"id": g.placement_group_id.hex(), "state": state,
+                    "gpus": sum(b.unit_resources.get("GPU", 0) for b in g.bundles),
+                    "holder": jobs.get(g.creator_job_id, "job " + g.creator_job_id.hex())})
+except Exception:
+    pass
+print("@@nodes " + json.dumps({"gcs": "up", "ray_version": ray.__version__, "nodes": nodes, "placement_groups": pgs}))
 `
 
 // Node is one row of Ray's node table.
@@ -53,12 +92,22 @@ type Node struct {
 	Labels    map[string]string  `json:"labels"`
 }
 
+// PlacementGroup is one of Ray's placement groups: what a vLLM server's
+// workers hold their GPUs with.
+type PlacementGroup struct {
+	ID     string  `json:"id"`
+	State  string  `json:"state"`  // PENDING, CREATED, REMOVED, RESCHEDULING
+	GPUs   float64 `json:"gpus"`   // the GPUs its bundles reserve
+	Holder string  `json:"holder"` // who created it: the driver's command line and address
+}
+
 // Table is Ray's registered node table as seen from the head.
 type Table struct {
-	GCSUp      bool
-	GCSError   string
-	RayVersion string
-	Nodes      []Node
+	GCSUp           bool
+	GCSError        string
+	RayVersion      string
+	Nodes           []Node
+	PlacementGroups []PlacementGroup // only when asked for (NodesScript's second argument)
 }
 
 // ParseNodes reads NodesScript's output.
@@ -69,15 +118,16 @@ func ParseNodes(out string) (Table, error) {
 			continue
 		}
 		var v struct {
-			GCS        string `json:"gcs"`
-			Error      string `json:"error"`
-			RayVersion string `json:"ray_version"`
-			Nodes      []Node `json:"nodes"`
+			GCS        string           `json:"gcs"`
+			Error      string           `json:"error"`
+			RayVersion string           `json:"ray_version"`
+			Nodes      []Node           `json:"nodes"`
+			PGs        []PlacementGroup `json:"placement_groups"`
 		}
 		if err := json.Unmarshal([]byte(raw), &v); err != nil {
 			return Table{}, fmt.Errorf("parse Ray node table: %w", err)
 		}
-		return Table{GCSUp: v.GCS == "up", GCSError: v.Error, RayVersion: v.RayVersion, Nodes: v.Nodes}, nil
+		return Table{GCSUp: v.GCS == "up", GCSError: v.Error, RayVersion: v.RayVersion, Nodes: v.Nodes, PlacementGroups: v.PGs}, nil
 	}
 	return Table{}, fmt.Errorf("no Ray node table in the output: %q", tail(out))
 }

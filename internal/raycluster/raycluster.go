@@ -71,6 +71,36 @@ type Manager struct {
 
 	mu        sync.Mutex
 	snapshots map[string]snapshot // GCS address -> node table read during this plan
+	planned   map[string]Planned  // GCS address -> what a cluster's plan concluded in this run
+}
+
+// Planned is what a cluster's plan concluded, kept for the deployments
+// planned after it in the same run: they reference its head_address, so
+// Terraform plans them later, in the same provider process. On a first plan
+// (cluster and deployment in one configuration) no Ray runs yet; this is
+// what the deployment's checks have instead of Ray's table.
+type Planned struct {
+	GPUs    *preflight.PlannedGPUs // nil when a node's GPUs cannot be known before Ray starts
+	Runtime runtime.Runtime
+}
+
+// RecordPlan keeps what a cluster's plan concluded, by its GCS address.
+func (m *Manager) RecordPlan(gcsAddr string, p Planned) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.planned == nil {
+		m.planned = map[string]Planned{}
+	}
+	m.planned[gcsAddr] = p
+}
+
+// PlannedCluster returns what the plan of the cluster at gcsAddr concluded
+// in this run, if one was planned.
+func (m *Manager) PlannedCluster(gcsAddr string) (Planned, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.planned[gcsAddr]
+	return p, ok
 }
 
 type snapshot struct {
@@ -147,7 +177,31 @@ type Plan struct {
 	Registered  map[string]string // node name -> IP Ray will register
 	Hostnames   map[string]string // node name -> kernel hostname (Ray's NodeManagerHostname)
 	RayVersion  string
+	GPUs        *preflight.PlannedGPUs // what the nodes will register; nil when not knowable before Ray starts
 	Diagnostics []preflight.Diagnostic
+}
+
+// plannedGPUs is what Ray will register as GPUs on each node: num_gpus when
+// given, else what nvidia-smi lists (Ray's own detection counts the same
+// devices). A node with neither makes the total unknowable.
+func plannedGPUs(nodes []preflight.Node) *preflight.PlannedGPUs {
+	out := &preflight.PlannedGPUs{}
+	var parts []string
+	for _, n := range nodes {
+		var g float64
+		switch {
+		case n.NumGPUs != nil:
+			g = float64(*n.NumGPUs)
+		case n.Facts.HasNvidiaSMI:
+			g = float64(n.Facts.GPUCount)
+		default:
+			return nil
+		}
+		out.Total += g
+		parts = append(parts, fmt.Sprintf("%s %g", n.Name, g))
+	}
+	out.Nodes = strings.Join(parts, ", ")
+	return out
 }
 
 // PlanOptions say what is already running, which changes the checks.
@@ -222,6 +276,7 @@ func (m *Manager) PlanCluster(ctx context.Context, s Spec, o PlanOptions) (*Plan
 		p.Diagnostics = append(p.Diagnostics, preflight.WorkerReachesHead(w, headIP, s.GCSPort)...)
 		nodes = append(nodes, w)
 	}
+	p.GPUs = plannedGPUs(nodes)
 	p.Diagnostics = append(p.Diagnostics, preflight.UniqueIPs(nodes, p.Registered)...)
 	p.Diagnostics = append(p.Diagnostics, preflight.SameVersions(nodes)...)
 	p.Diagnostics = append(p.Diagnostics, preflight.Interfaces(s.Env, nodes, p.Registered)...)

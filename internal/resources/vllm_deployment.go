@@ -28,6 +28,7 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
+	"github.com/lab-infra/terraform-provider-spark/internal/runtime"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 	"github.com/lab-infra/terraform-provider-spark/internal/vllm"
 )
@@ -65,6 +66,9 @@ type vllmModel struct {
 	VLLMCommand     types.String   `tfsdk:"vllm_command"`
 	Endpoint        types.String   `tfsdk:"endpoint"`
 	PlacementIP     types.String   `tfsdk:"placement_ip"`
+	VLLMVersion     types.String   `tfsdk:"vllm_version"`
+	Executor        types.String   `tfsdk:"executor"`
+	PlacementPinned types.Bool     `tfsdk:"placement_pinned"`
 	ProcessIdentity types.String   `tfsdk:"process_identity"`
 	Status          types.String   `tfsdk:"status"`
 	Timeouts        timeouts.Value `tfsdk:"timeouts"`
@@ -130,9 +134,19 @@ func (r *vllmResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 				MarkdownDescription: "Environment for `vllm serve` (e.g. `NCCL_SOCKET_IFNAME`); interface names are checked on the head. " + restart},
 			"extra_args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Extra `vllm serve` arguments, each passed as one quoted argument. " + restart},
-			"vllm_command":     schema.StringAttribute{Optional: true, MarkdownDescription: "Path of `vllm` on the head. Default: `vllm`."},
-			"endpoint":         schema.StringAttribute{Computed: true, MarkdownDescription: "OpenAI base URL on the head's SSH address: `http://<ssh_host>:<port>/v1`."},
-			"placement_ip":     schema.StringAttribute{Computed: true, MarkdownDescription: "The address vLLM pins bundle 0 of its placement group to (`node:<ip>`)."},
+			"vllm_command": schema.StringAttribute{Optional: true, MarkdownDescription: "Path of `vllm` on the head. Default: `vllm`."},
+			"endpoint":     schema.StringAttribute{Computed: true, MarkdownDescription: "OpenAI base URL on the head's SSH address: `http://<ssh_host>:<port>/v1`."},
+			"placement_ip": schema.StringAttribute{Computed: true, MarkdownDescription: "The head's address as vLLM places by it: " +
+				"where `placement_pinned`, the address bundle 0 of its placement group is pinned to (`node:<ip>`: `VLLM_HOST_IP`, else vLLM's " +
+				"detection); otherwise the address Ray registered for the head, which RayExecutorV2 uses."},
+			"vllm_version": schema.StringAttribute{Computed: true, MarkdownDescription: "The vLLM version on the head, read where " +
+				"`vllm serve` runs (the runtime's container or the host). The placement rule follows it."},
+			"executor": schema.StringAttribute{Computed: true, MarkdownDescription: "The Ray executor this vLLM will run: " +
+				"`RayDistributedExecutor` (the legacy one) or `RayExecutorV2`, from the version and `VLLM_USE_RAY_V2_EXECUTOR_BACKEND` " +
+				"(in `env`, else in the head's environment, else the release's default)."},
+			"placement_pinned": schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether this vLLM pins bundle 0 of its " +
+				"placement group to `node:<VLLM_HOST_IP>`. Where it does, an address Ray did not register for the head is an error at " +
+				"plan (the placement group would never be placed); where it does not, a warning."},
 			"process_identity": schema.StringAttribute{Computed: true, MarkdownDescription: "`<pid>:<start time>` of the server process."},
 			"status":           schema.StringAttribute{Computed: true, MarkdownDescription: "`serving` when the process runs and `/health` answers; otherwise what was found. Planned as `serving`."},
 			"timeouts":         timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
@@ -162,78 +176,146 @@ func (m *vllmModel) clusterSpec(ctx context.Context) (raycluster.Spec, diag.Diag
 	return raycluster.Spec{Runtime: rt, Head: raycluster.NodeSpec{Name: raycluster.HeadName, Endpoint: m.Head.Endpoint()}}, diags
 }
 
-// check runs the placement rules against the head and Ray's live table.
-// It returns the placement IP it found.
-func (r *vllmResource) check(ctx context.Context, m *vllmModel, diags *diag.Diagnostics) string {
+// placementPlan is what the placement checks concluded.
+type placementPlan struct {
+	PlacementIP string
+	Executor    preflight.Executor
+}
+
+// where says where commands of this runtime run on a node, for D11.
+func where(rt runtime.Runtime) string {
+	if rt.Container != nil {
+		return "in container " + rt.Container.Name
+	}
+	return "on the host"
+}
+
+// check runs the placement rules (D1, D2, D8, D9, D11) against the head, as
+// vLLM will see it from where it runs, and against Ray's live table — or, on
+// a first plan, against what the cluster's plan concluded in this run. own is
+// the GPUs this deployment's running server holds (and frees on restart).
+func (r *vllmResource) check(ctx context.Context, m *vllmModel, own float64, diags *diag.Diagnostics) placementPlan {
+	var out placementPlan
 	spec, d := m.clusterSpec(ctx)
 	diags.Append(d...)
 	if diags.HasError() {
-		return ""
+		return out
 	}
 	conn, err := r.pool.Get(ctx, m.Head.Endpoint())
 	if err != nil {
 		diags.AddAttributeError(path.Root("head").AtName("ssh_host"), "Cannot reach the head", err.Error())
-		return ""
+		return out
 	}
-	res, err := conn.Run(ctx, transport.Cmd{Step: "read head facts", Argv: transport.Script(nodefacts.Script, spec.Runtime.Ray())})
+	// The facts are read where vllm serve will run: the runtime's container
+	// (a throwaway one from its image when none runs yet), else the host.
+	argv := spec.Runtime.ProbeArgv(transport.Script(nodefacts.Script, spec.Runtime.Ray(), "", "", "", "", m.vllmCommand()))
+	res, err := conn.Run(ctx, transport.Cmd{Step: "read head facts", Argv: argv})
 	if err != nil {
 		diags.AddAttributeError(path.Root("head").AtName("ssh_host"), "Cannot read the head", err.Error())
-		return ""
+		return out
 	}
 	facts, err := nodefacts.Parse(string(res.Stdout))
 	if err != nil {
 		diags.AddError("Cannot read the head", err.Error())
-		return ""
-	}
-	placement := m.HostIP.ValueString()
-	if m.HostIP.IsNull() {
-		placement = facts.DefaultRouteIP
+		return out
 	}
 	headIP, _, err := net.SplitHostPort(m.RayAddress.ValueString())
 	if err != nil {
 		diags.AddAttributeError(path.Root("ray_address"), "Invalid ray_address",
 			fmt.Sprintf("ray_address = %q is not <ip>:<port>: use spark_ray_cluster.<name>.head_address", m.RayAddress.ValueString()))
-		return ""
+		return out
 	}
+	env := m.env(ctx, diags)
+	var found []preflight.Diagnostic
+
+	// VLLM_HOST_IP as vLLM will see it (D2), and the executor it will run.
+	hostIP, source, conflict := preflight.HostIPConflict(preflight.HostIPSources{
+		HostIP: m.HostIP.ValueString(), Env: env["VLLM_HOST_IP"], Head: facts.VLLMEnv["VLLM_HOST_IP"]})
+	found = append(found, conflict...)
+	if source == "env" {
+		if err := vllm.ValidateHostIP(hostIP); err != nil {
+			found = append(found, preflight.Diagnostic{Attr: []string{"env"}, Summary: "Invalid env.VLLM_HOST_IP", Detail: err.Error()})
+		}
+	}
+	flag := preflight.ExecutorFlag{}
+	if v, ok := env[preflight.ExecutorEnv]; ok {
+		flag = preflight.ExecutorFlag{Value: v, Set: true, Source: "env"}
+	} else if v, ok := facts.VLLMEnv[preflight.ExecutorEnv]; ok {
+		flag = preflight.ExecutorFlag{Value: v, Set: true, Source: "head"}
+	}
+	executor, d8 := preflight.ResolveExecutor(facts.VLLMVersion, flag)
+	found = append(found, d8...)
+	out.Executor = executor
+	placement := hostIP
+	if placement == "" {
+		placement = facts.DefaultRouteIP
+	}
+	out.PlacementIP = placement
+	if !executor.Pinned {
+		out.PlacementIP = headIP // RayExecutorV2 places by Ray's own addresses
+	}
+
 	var table *ray.Table
 	if t, err := r.mgr.Snapshot(ctx, spec, m.RayAddress.ValueString()); err == nil && t.GCSUp {
 		table = &t
 	} else if err != nil {
 		tflog.Debug(ctx, "no live Ray node table for the vLLM plan check", map[string]any{"error": err.Error()})
 	}
-	if table != nil {
-		// D11: vllm serve must run where the head's Ray runs (its container,
-		// or the host), or it attaches to no cluster or starts its own.
+	site := preflight.ServeSite{Serve: where(spec.Runtime), SSHHost: m.Head.SSHHost.ValueString(), RayAddress: m.RayAddress.ValueString()}
+	var planned *preflight.PlannedGPUs
+	switch pc, ok := r.mgr.PlannedCluster(m.RayAddress.ValueString()); {
+	case table != nil:
 		srv, err := r.server(ctx, m)
 		if err == nil {
-			current, err := srv.RayCluster(ctx)
-			if err == nil && current != m.RayAddress.ValueString() {
-				where := "on the host"
-				if spec.Runtime.Container != nil {
-					where = "in container " + spec.Runtime.Container.Name
-				}
-				found := fmt.Sprintf("records the cluster %q", current)
-				if current == "" {
-					found = "has no Ray cluster at all"
-				}
-				diags.AddAttributeError(path.Root("runtime"), "vllm serve would run outside the head's Ray",
-					fmt.Sprintf("vllm serve would run %s on %s, which %s, while ray_address is %q. vLLM would attach to the wrong "+
-						"Ray or start a new local one, whose only GPU is the head's. Give the deployment the runtime the cluster "+
-						"runs in: runtime = spark_ray_cluster.<name>.runtime.", where, m.Head.SSHHost.ValueString(), found, m.RayAddress.ValueString()))
+			if site.Recorded, err = srv.RayCluster(ctx); err == nil {
+				site.Live = true
+				found = append(found, preflight.ServeBesideRay(site)...)
 			}
 		}
+	case ok:
+		site.Ray = where(pc.Runtime)
+		found = append(found, preflight.ServeBesideRay(site)...)
+		planned = pc.GPUs
 	}
-	p := preflight.Placement{PlacementIP: placement, HostIPGiven: !m.HostIP.IsNull(), HeadIP: headIP, Table: table,
+	p := preflight.Placement{PlacementIP: placement, Source: source, HeadIP: headIP, Table: table, Executor: executor,
 		TP: int(m.TP.ValueInt64()), PP: int(m.PP.ValueInt64())}
-	found := append(preflight.PlacementIdentity(p), preflight.ParallelFits(p)...)
-	var env map[string]string
-	if !m.Env.IsNull() {
-		diags.Append(m.Env.ElementsAs(ctx, &env, false)...)
-	}
+	found = append(found, preflight.PlacementIdentity(p)...)
+	found = append(found, preflight.ParallelFits(p, planned, own)...)
 	head := preflight.Node{Name: raycluster.HeadName, SSHHost: m.Head.SSHHost.ValueString(), Facts: facts}
 	found = append(found, preflight.Interfaces(env, []preflight.Node{head}, map[string]string{raycluster.HeadName: headIP})...)
 	addPreflight(diags, found)
-	return placement
+	return out
+}
+
+func (m *vllmModel) vllmCommand() string {
+	if c := m.VLLMCommand.ValueString(); c != "" {
+		return c
+	}
+	return "vllm"
+}
+
+func (m *vllmModel) env(ctx context.Context, diags *diag.Diagnostics) map[string]string {
+	env := map[string]string{}
+	if !m.Env.IsNull() && !m.Env.IsUnknown() {
+		diags.Append(m.Env.ElementsAs(ctx, &env, false)...)
+	}
+	return env
+}
+
+// ownGPUs: what a serving deployment's placement group holds; a restart
+// frees them before the new server asks.
+func ownGPUs(state *vllmModel) float64 {
+	if state == nil || state.Status.ValueString() != statusServing {
+		return 0
+	}
+	return float64(state.TP.ValueInt64() * state.PP.ValueInt64())
+}
+
+func (p placementPlan) set(m *vllmModel) {
+	m.PlacementIP = types.StringValue(p.PlacementIP)
+	m.VLLMVersion = types.StringValue(p.Executor.Version)
+	m.Executor = types.StringValue(p.Executor.Name)
+	m.PlacementPinned = types.BoolValue(p.Executor.Pinned)
 }
 
 func (r *vllmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
@@ -262,15 +344,16 @@ func (r *vllmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 	if unknownAny(config.RayAddress, config.Head.SSHHost, config.HostIP, config.Model, config.TP, config.PP) || config.Env.IsUnknown() {
 		// The cluster is being created in this plan: the same check runs at apply, before launch.
 		plan.PlacementIP = types.StringUnknown()
+		plan.VLLMVersion, plan.Executor, plan.PlacementPinned = types.StringUnknown(), types.StringUnknown(), types.BoolUnknown()
 		plan.ProcessIdentity = types.StringUnknown()
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 		return
 	}
-	placement := r.check(ctx, &plan, &resp.Diagnostics)
+	concluded := r.check(ctx, &plan, ownGPUs(state), &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	plan.PlacementIP = types.StringValue(placement)
+	concluded.set(&plan)
 	if state != nil && !needsRestart(state, &plan) && state.Status.ValueString() == statusServing {
 		plan.ProcessIdentity = state.ProcessIdentity
 	} else {
@@ -310,8 +393,8 @@ func (r *vllmResource) server(ctx context.Context, m *vllmModel) (vllm.Server, e
 
 // launch starts the server and gates on readiness; on failure it stops it
 // and reports the server log's tail, so nothing is left running.
-func (r *vllmResource) launch(ctx context.Context, m *vllmModel, apiKey string, diags *diag.Diagnostics) {
-	placement := r.check(ctx, m, diags) // values unknown at plan are known now: check before launch
+func (r *vllmResource) launch(ctx context.Context, m *vllmModel, own float64, apiKey string, diags *diag.Diagnostics) {
+	concluded := r.check(ctx, m, own, diags) // values unknown at plan are known now: check before launch
 	if diags.HasError() {
 		return
 	}
@@ -364,7 +447,7 @@ func (r *vllmResource) launch(ctx context.Context, m *vllmModel, apiKey string, 
 		return
 	}
 	m.ProcessIdentity = types.StringValue(id)
-	m.PlacementIP = types.StringValue(placement)
+	concluded.set(m)
 	m.Status = types.StringValue(statusServing)
 	m.ID = types.StringValue(net.JoinHostPort(m.Head.SSHHost.ValueString(), strconv.FormatInt(m.Port.ValueInt64(), 10)))
 	m.Endpoint = types.StringValue("http://" + m.ID.ValueString() + "/v1")
@@ -390,7 +473,7 @@ func (r *vllmResource) Create(ctx context.Context, req resource.CreateRequest, r
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	key := r.apiKey(ctx, req.Config, &resp.Diagnostics)
-	r.launch(ctx, &m, key, &resp.Diagnostics)
+	r.launch(ctx, &m, 0, key, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -416,6 +499,13 @@ func (r *vllmResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 			return
 		}
 		adopt(&m, run)
+		// What the plan would conclude about the running server's vLLM, so
+		// an import reads back what a create writes. Findings are the next
+		// plan's business.
+		var ignored diag.Diagnostics
+		if c := r.check(ctx, &m, float64(m.TP.ValueInt64()*m.PP.ValueInt64()), &ignored); c.Executor.Name != "" {
+			c.set(&m)
+		}
 	}
 	alive, err := srv.Alive(ctx, m.ProcessIdentity.ValueString())
 	if err != nil {
@@ -502,7 +592,7 @@ func (r *vllmResource) Update(ctx context.Context, req resource.UpdateRequest, r
 		return
 	}
 	key := r.apiKey(ctx, req.Config, &resp.Diagnostics)
-	r.launch(ctx, &plan, key, &resp.Diagnostics)
+	r.launch(ctx, &plan, ownGPUs(&state), key, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -546,6 +636,7 @@ func (r *vllmResource) ImportState(ctx context.Context, req resource.ImportState
 		APIKeyWOVersion: types.Int64Null(), APIKeyFile: types.StringNull(), Env: types.MapNull(types.StringType),
 		ExtraArgs: types.ListNull(types.StringType), VLLMCommand: types.StringNull(), Endpoint: types.StringNull(),
 		PlacementIP: types.StringNull(), ProcessIdentity: types.StringNull(), Status: types.StringNull(),
+		VLLMVersion: types.StringNull(), Executor: types.StringNull(), PlacementPinned: types.BoolNull(),
 		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{
 			"create": types.StringType, "update": types.StringType, "delete": types.StringType})}}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
