@@ -3,8 +3,8 @@
 # `make tools lab-up` ran (make demo does both).
 #   1. plan the field report's mistake (VLLM_HOST_IP = the head's fabric address
 #      while Ray registers its external one) and show the plan's diagnostic;
-#   2. apply the fixed configuration: Ray cluster + vLLM (the lab's stand-in);
-#   3. one chat completion through the endpoint;
+#   2. apply the fixed configuration: Ray cluster + real vLLM (CPU build), chat;
+#   3. the default executor with the same mistake: a warning, and it serves;
 #   4. a plan with no changes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,13 +36,34 @@ key_file="$root/.lab/demo-api-key"
 docker exec -i "$(field '["nodes"][0]["container"]')" sh -c 'umask 077; cat > /etc/vllm-api-key' < "$key_file"
 
 cd examples/demo
-echo "== 1. the field report's mistake: vllm_host_ip = $head_fab (the fabric address), Ray left to detect"
+chat() {
+  python3 - "$("$tf" output -raw endpoint)" "$key_file" <<'PY'
+import json, sys, urllib.request
+endpoint, key = sys.argv[1], open(sys.argv[2]).read().strip()
+req = urllib.request.Request(endpoint + "/chat/completions", method="POST",
+    data=json.dumps({"model": "tiny", "max_tokens": 8,
+                     "messages": [{"role": "user", "content": "Say hello from the Spark lab."}]}).encode(),
+    headers={"Content-Type": "application/json", "Authorization": "Bearer " + key})
+reply = json.load(urllib.request.urlopen(req, timeout=120))
+print("   %s (real vLLM, random weights): %r" % (reply["model"], reply["choices"][0]["message"]["content"]))
+PY
+}
+placement() {
+  "$tf" output -json placement | python3 -c '
+import json, sys
+p = json.load(sys.stdin)
+print("   vLLM %s on the head, %s, placement pinned to node:<ip>: %s (placement_ip %s)" % (
+    p["vllm_version"], p["executor"], str(p["placement_pinned"]).lower(), p["placement_ip"]))'
+}
+
+echo "== 1. the field report's mistake, with vLLM's legacy Ray executor (VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0,"
+echo "      how every vLLM before 0.21 places): vllm_host_ip = $head_fab (the fabric address), Ray left to detect"
 if "$tf" plan -input=false -compact-warnings -var "vllm_host_ip=$head_fab" -no-color > /tmp/spark-demo-plan.txt 2>&1; then
   echo "unexpected: the plan accepted the mismatch" >&2; exit 1
 fi
-sed -n '/Error: vLLM placement address/,/node_ip = /p' /tmp/spark-demo-plan.txt | sed 's/^/   /'
+sed -n '/Error: vLLM placement address/,/RayExecutorV2, which pins nothing/p' /tmp/spark-demo-plan.txt | sed 's/^/   /'
 
-echo "== 2. apply the fix: host_ip = the address Ray registers for the head"
+echo "== 2. apply the fix: host_ip = the address Ray registers for the head (real Ray, real vLLM)"
 t0=$SECONDS
 "$tf" apply -auto-approve -input=false -compact-warnings -no-color > /tmp/spark-demo-apply.txt 2>&1 || { cat /tmp/spark-demo-apply.txt; exit 1; }
 echo "   applied in $((SECONDS - t0))s; head registered as $("$tf" output -raw head_registered_ip)"
@@ -51,20 +72,19 @@ import json, sys
 for name, n in sorted(json.load(sys.stdin).items()):
     print("   %-7s Ray/vLLM detect %-15s fabric %-15s %s" % (name, n["auto_detected_ip"], n["fabric_ip"],
           "(they differ: the trap)" if n["trap"] else ""))'
+placement
+echo "   one chat completion through $("$tf" output -raw endpoint):"
+chat
 
-endpoint=$("$tf" output -raw endpoint)
-echo "== 3. one chat completion through $endpoint"
-python3 - "$endpoint" "$key_file" <<'PY'
-import json, sys, urllib.request
-endpoint, key = sys.argv[1], open(sys.argv[2]).read().strip()
-req = urllib.request.Request(endpoint + "/chat/completions", method="POST",
-    data=json.dumps({"model": "qwen3.5", "max_tokens": 5,
-                     "messages": [{"role": "user", "content": "Say hello from the Spark lab."}]}).encode(),
-    headers={"Content-Type": "application/json", "Authorization": "Bearer " + key})
-reply = json.load(urllib.request.urlopen(req, timeout=30))
-print("   %s: %s" % (reply["model"], reply["choices"][0]["message"]["content"]))
-PY
+echo "== 3. the same mistake with vLLM 0.32's default executor (RayExecutorV2): it pins nothing, so the plan"
+echo "      warns and vLLM serves"
+t0=$SECONDS
+"$tf" apply -auto-approve -input=false -no-color -var "vllm_host_ip=$head_fab" -var legacy_executor=false > /tmp/spark-demo-apply2.txt 2>&1 || { cat /tmp/spark-demo-apply2.txt; exit 1; }
+sed -n '/Warning: VLLM_HOST_IP is not the address/,/To be safe on every vLLM/p' /tmp/spark-demo-apply2.txt | sed 's/^/   /'
+echo "   applied in $((SECONDS - t0))s"
+placement
+chat
 
 echo "== 4. a second plan shows no changes:"
-"$tf" plan -input=false -detailed-exitcode -compact-warnings >/dev/null && echo "   no changes"
+"$tf" plan -input=false -detailed-exitcode -compact-warnings -var "vllm_host_ip=$head_fab" -var legacy_executor=false >/dev/null && echo "   no changes"
 echo "(tear down with: make demo-down)"

@@ -1,7 +1,9 @@
 # The demo: the field report's deployment on the lab. Every node is read
-# first; then a Ray cluster and a vLLM server (the lab's stand-in, a test
-# double) go up. Pass -var vllm_host_ip=<fabric ip> to make the field
-# report's mistake and see the plan refuse it.
+# first; then a Ray cluster and real vLLM (its CPU build, serving the lab's
+# tiny model) go up. Pass -var vllm_host_ip=<fabric ip> to make the field
+# report's mistake: with the legacy executor (legacy_executor = true, how
+# every vLLM before 0.21 places) the plan refuses it; with vLLM 0.32's
+# default executor it warns and serves.
 terraform {
   required_providers {
     spark = {
@@ -20,6 +22,12 @@ variable "vllm_host_ip" {
   description = "VLLM_HOST_IP. Null: the address Ray registered for the head (the fix)."
   type        = string
   default     = null
+}
+
+variable "legacy_executor" {
+  description = "Run vLLM's legacy Ray executor (VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0), which pins its placement group to node:<VLLM_HOST_IP>."
+  type        = bool
+  default     = true
 }
 
 locals {
@@ -55,16 +63,21 @@ resource "spark_ray_cluster" "lab" {
   runtime = { host = { ray_command = local.head.ray_command } }
 }
 
-resource "spark_vllm_deployment" "qwen" {
+# Real vLLM on CPU: the lab's tiny model, eager mode, a 1 GiB KV cache.
+resource "spark_vllm_deployment" "tiny" {
   head                 = { ssh_host = spark_ray_cluster.lab.head.ssh_host }
   runtime              = spark_ray_cluster.lab.runtime
   ray_address          = spark_ray_cluster.lab.head_address
-  model                = "Qwen/Qwen3.5-122B-A10B-FP8"
-  served_model_name    = "qwen3.5"
-  tensor_parallel_size = length(local.lab.nodes)
+  model                = local.head.model_path
+  served_model_name    = "tiny"
+  vllm_command         = local.head.vllm_command
+  tensor_parallel_size = 1
   host_ip              = coalesce(var.vllm_host_ip, spark_ray_cluster.lab.head.registered_ip)
   api_key_file         = "/etc/vllm-api-key"
-  timeouts             = { create = "5m" }
+  env = merge({ VLLM_CPU_KVCACHE_SPACE = "1", HF_HUB_OFFLINE = "1" },
+  var.legacy_executor ? { VLLM_USE_RAY_V2_EXECUTOR_BACKEND = "0" } : {})
+  extra_args = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager"]
+  timeouts   = { create = "10m", update = "10m" }
 }
 
 output "nodes" {
@@ -83,5 +96,15 @@ output "head_registered_ip" {
 }
 
 output "endpoint" {
-  value = spark_vllm_deployment.qwen.endpoint
+  value = spark_vllm_deployment.tiny.endpoint
+}
+
+output "placement" {
+  description = "What the plan concluded about the vLLM on the head."
+  value = {
+    vllm_version     = spark_vllm_deployment.tiny.vllm_version
+    executor         = spark_vllm_deployment.tiny.executor
+    placement_pinned = spark_vllm_deployment.tiny.placement_pinned
+    placement_ip     = spark_vllm_deployment.tiny.placement_ip
+  }
 }

@@ -28,11 +28,14 @@ const (
 
 // basePackages is what debootstrap puts in the base image: sshd for the
 // provider, python3 + venv for Ray, iproute2 for the interface/route facts,
-// procps for pgrep/pkill, libnuma1 for vLLM's CPU kernels (vllm._C), dumb-init to reap orphaned Ray processes, and a
+// procps for pgrep/pkill, libnuma1 for vLLM's CPU kernels (vllm._C), g++ and
+// python3-dev for the kernels torch's inductor compiles when vLLM runs tensor
+// parallel on CPU ("No working C++ compiler", then "Python.h: No such file"
+// without them), dumb-init to reap orphaned Ray processes, and a
 // Docker engine so the container runtime runs for real inside each node.
 var basePackages = []string{
 	"openssh-server", "python3", "python3-venv", "iproute2", "procps",
-	"dumb-init", "ca-certificates", "util-linux", "docker.io", "libnuma1",
+	"dumb-init", "ca-certificates", "util-linux", "docker.io", "libnuma1", "g++", "python3-dev",
 }
 
 // recipeHash names an image by everything that goes into it, so a changed

@@ -221,28 +221,12 @@ func (m *Manager) PlanCluster(ctx context.Context, s Spec, o PlanOptions) (*Plan
 	if err != nil {
 		return nil, err
 	}
-	head := preflight.Node{Name: HeadName, Path: s.Head.Path, SSHHost: s.Head.Endpoint.Host, NodeIP: s.Head.NodeIP, NumGPUs: s.Head.NumGPUs, Facts: hf}
-	p := &Plan{Registered: map[string]string{}, RayVersion: hf.RayVersion,
-		Hostnames: map[string]string{HeadName: hf.Hostname}}
-	headIP, diags := preflight.PredictHeadIP(head)
-	if ip, ok := o.Known[HeadName]; ok {
-		headIP = ip
-	}
-	p.Diagnostics = append(p.Diagnostics, diags...)
-	p.Diagnostics = append(p.Diagnostics, preflight.NodeIPBound(head)...)
-	p.Diagnostics = append(p.Diagnostics, preflight.GPUs(head)...)
-	if !o.HeadRunning {
-		p.Diagnostics = append(p.Diagnostics, preflight.GCSPortFree(head, s.GCSPort)...)
-	}
-	p.HeadIP = headIP
-	p.Registered[HeadName] = headIP
-	nodes := []preflight.Node{head}
+	headIP := headAddress(s, o, hf)
 	if headIP == "" {
-		return p, nil
+		return Evaluate(s, o, hf, nil), nil
 	}
-
 	names := s.WorkerNames()
-	workers := make([]preflight.Node, len(names))
+	facts := make([]nodefacts.Facts, len(names))
 	errs := make([]error, len(names))
 	tcp := ""
 	if o.HeadRunning {
@@ -253,17 +237,58 @@ func (m *Manager) PlanCluster(ctx context.Context, s Spec, o PlanOptions) (*Plan
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := s.Workers[name]
-			f, err := m.facts(ctx, s, w, headIP, "", tcp)
-			errs[i] = err
-			workers[i] = preflight.Node{Name: name, Path: w.Path, SSHHost: w.Endpoint.Host, NodeIP: w.NodeIP, NumGPUs: w.NumGPUs, Facts: f}
+			facts[i], errs[i] = m.facts(ctx, s, s.Workers[name], headIP, "", tcp)
 		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	for _, w := range workers {
+	workers := make(map[string]nodefacts.Facts, len(names))
+	for i, name := range names {
+		workers[name] = facts[i]
+	}
+	return Evaluate(s, o, hf, workers), nil
+}
+
+func headNode(s Spec, hf nodefacts.Facts) preflight.Node {
+	return preflight.Node{Name: HeadName, Path: s.Head.Path, SSHHost: s.Head.Endpoint.Host, NodeIP: s.Head.NodeIP, NumGPUs: s.Head.NumGPUs, Facts: hf}
+}
+
+// headAddress is the address the head registers: what it registered, when
+// known, else the prediction.
+func headAddress(s Spec, o PlanOptions, hf nodefacts.Facts) string {
+	if ip, ok := o.Known[HeadName]; ok {
+		return ip
+	}
+	ip, _ := preflight.PredictHeadIP(headNode(s, hf))
+	return ip
+}
+
+// Evaluate runs every preflight rule of the cluster's plan on facts already
+// read from the nodes (workers: name -> facts, read with the route to the
+// head's address). It does no I/O, so every rule's call here is unit-tested.
+func Evaluate(s Spec, o PlanOptions, hf nodefacts.Facts, workerFacts map[string]nodefacts.Facts) *Plan {
+	head := headNode(s, hf)
+	p := &Plan{Registered: map[string]string{}, RayVersion: hf.RayVersion,
+		Hostnames: map[string]string{HeadName: hf.Hostname}}
+	_, diags := preflight.PredictHeadIP(head)
+	headIP := headAddress(s, o, hf)
+	p.Diagnostics = append(p.Diagnostics, diags...)
+	p.Diagnostics = append(p.Diagnostics, preflight.NodeIPBound(head)...)
+	p.Diagnostics = append(p.Diagnostics, preflight.GPUs(head)...)
+	if !o.HeadRunning {
+		p.Diagnostics = append(p.Diagnostics, preflight.GCSPortFree(head, s.GCSPort)...)
+	}
+	p.HeadIP = headIP
+	p.Registered[HeadName] = headIP
+	nodes := []preflight.Node{head}
+	if headIP == "" {
+		return p
+	}
+	for _, name := range s.WorkerNames() {
+		ws := s.Workers[name]
+		w := preflight.Node{Name: name, Path: ws.Path, SSHHost: ws.Endpoint.Host, NodeIP: ws.NodeIP, NumGPUs: ws.NumGPUs, Facts: workerFacts[name]}
 		ip, diags := preflight.PredictWorkerIP(w, headIP)
 		if known, ok := o.Known[w.Name]; ok {
 			ip = known
@@ -284,7 +309,7 @@ func (m *Manager) PlanCluster(ctx context.Context, s Spec, o PlanOptions) (*Plan
 	if s.AuthToken {
 		p.Diagnostics = append(p.Diagnostics, preflight.TokenAuthSupported(nodes)...)
 	}
-	return p, nil
+	return p
 }
 
 // lockScript holds an flock on the node for as long as the provider keeps

@@ -294,26 +294,27 @@ func TestAccRayCluster_planErrors(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
 	ctx := context.Background()
+	r := newRefusals(t, l)
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
 		ProtoV6ProviderFactories: acctest.Factories,
 		CheckDestroy:             noRayLeft(l),
-		Steps: []resource.TestStep{
-			{
+		Steps: append(r.steps(
+			resource.TestStep{
 				// node_ip that is not on the head (the other node's fabric address).
 				Config: clusterConfig(l, w.FabricIP, nil),
 				ExpectError: regexp.MustCompile(`(?s)node_ip is not an address of this node.*` + regexp.QuoteMeta(w.FabricIP) +
 					`.*` + regexp.QuoteMeta(head.FabricIP)),
 			},
-			{
+			resource.TestStep{
 				Config:      clusterConfig(l, "127.0.0.1", nil),
 				ExpectError: regexp.MustCompile(`(?s)Invalid node_ip.*loopback address`),
 			},
-			{
+			resource.TestStep{
 				Config:      clusterConfig(l, "spark1.fabric", nil),
 				ExpectError: regexp.MustCompile(`(?s)is not an IP address.*hostname`),
 			},
-			{
+			resource.TestStep{
 				// A worker cut off from the fabric reaches the head's fabric address only through a gateway.
 				PreConfig: func() {
 					if err := lab.Disconnect(ctx, w, lab.FabricNetwork); err != nil {
@@ -324,7 +325,7 @@ func TestAccRayCluster_planErrors(t *testing.T) {
 				Config:      clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""}),
 				ExpectError: regexp.MustCompile(`(?s)Worker reaches the head only through a gateway.*` + regexp.QuoteMeta(head.FabricIP)),
 			},
-			{
+			resource.TestStep{
 				PreConfig: func() {
 					if err := lab.Connect(ctx, w, lab.FabricNetwork); err != nil {
 						t.Fatal(err)
@@ -336,20 +337,20 @@ func TestAccRayCluster_planErrors(t *testing.T) {
 				ExpectError: regexp.MustCompile(`(?s)Ray versions differ across nodes.*2\.0\.0 on ` + w.Name + `.*` +
 					regexp.QuoteMeta(l.RayVersion) + ` on head`),
 			},
-			{
+			resource.TestStep{
 				Config:      clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""}, fmt.Sprintf(`env = { VLLM_HOST_IP = %q }`, head.FabricIP)),
 				ExpectError: regexp.MustCompile(`(?s)VLLM_HOST_IP in env does not match.*` + w.Name + `\s+registers\s+` + regexp.QuoteMeta(w.FabricIP)),
 			},
-			{
+			resource.TestStep{
 				Config:      clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""}, `env = { NCCL_SOCKET_IFNAME = "ib0" }`),
 				ExpectError: regexp.MustCompile(`(?s)Interface named in env does not exist.*"ib0"`),
 			},
-			{
+			resource.TestStep{
 				// eth0 is the external interface: it exists but does not carry the fabric address Ray registers.
 				Config:      clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""}, `env = { GLOO_SOCKET_IFNAME = "eth0" }`),
 				ExpectError: regexp.MustCompile(`(?s)does not carry the node's Ray address.*` + regexp.QuoteMeta(head.FabricIP)),
 			},
-		},
+		), r.done()),
 	})
 }
 

@@ -26,7 +26,6 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
-	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
 	"github.com/lab-infra/terraform-provider-spark/internal/runtime"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
@@ -225,66 +224,32 @@ func (r *vllmResource) check(ctx context.Context, m *vllmModel, own float64, dia
 			fmt.Sprintf("ray_address = %q is not <ip>:<port>: use spark_ray_cluster.<name>.head_address", m.RayAddress.ValueString()))
 		return out
 	}
-	env := m.env(ctx, diags)
-	var found []preflight.Diagnostic
-
-	// VLLM_HOST_IP as vLLM will see it (D2), and the executor it will run.
-	hostIP, source, conflict := preflight.HostIPConflict(preflight.HostIPSources{
-		HostIP: m.HostIP.ValueString(), Env: env["VLLM_HOST_IP"], Head: facts.VLLMEnv["VLLM_HOST_IP"]})
-	found = append(found, conflict...)
-	if source == "env" {
-		if err := vllm.ValidateHostIP(hostIP); err != nil {
-			found = append(found, preflight.Diagnostic{Attr: []string{"env"}, Summary: "Invalid env.VLLM_HOST_IP", Detail: err.Error()})
-		}
-	}
-	flag := preflight.ExecutorFlag{}
-	if v, ok := env[preflight.ExecutorEnv]; ok {
-		flag = preflight.ExecutorFlag{Value: v, Set: true, Source: "env"}
-	} else if v, ok := facts.VLLMEnv[preflight.ExecutorEnv]; ok {
-		flag = preflight.ExecutorFlag{Value: v, Set: true, Source: "head"}
-	}
-	executor, d8 := preflight.ResolveExecutor(facts.VLLMVersion, flag)
-	found = append(found, d8...)
-	out.Executor = executor
-	placement := hostIP
-	if placement == "" {
-		placement = facts.DefaultRouteIP
-	}
-	out.PlacementIP = placement
-	if !executor.Pinned {
-		out.PlacementIP = headIP // RayExecutorV2 places by Ray's own addresses
-	}
-
-	var table *ray.Table
+	dep := preflight.Deployment{HeadFacts: facts, HeadName: raycluster.HeadName, SSHHost: m.Head.SSHHost.ValueString(), HeadIP: headIP, HostIP: m.HostIP.ValueString(),
+		Env: m.env(ctx, diags), TP: int(m.TP.ValueInt64()), PP: int(m.PP.ValueInt64()), OwnGPUs: own, ValidateIP: vllm.ValidateHostIP}
 	if t, err := r.mgr.Snapshot(ctx, spec, m.RayAddress.ValueString()); err == nil && t.GCSUp {
-		table = &t
+		dep.Table = &t
 	} else if err != nil {
 		tflog.Debug(ctx, "no live Ray node table for the vLLM plan check", map[string]any{"error": err.Error()})
 	}
 	site := preflight.ServeSite{Serve: where(spec.Runtime), SSHHost: m.Head.SSHHost.ValueString(), RayAddress: m.RayAddress.ValueString()}
-	var planned *preflight.PlannedGPUs
 	switch pc, ok := r.mgr.PlannedCluster(m.RayAddress.ValueString()); {
-	case table != nil:
-		srv, err := r.server(ctx, m)
-		if err == nil {
+	case dep.Table != nil:
+		// Live: the GCS address Ray recorded where vllm serve would run.
+		if srv, err := r.server(ctx, m); err == nil {
 			if site.Recorded, err = srv.RayCluster(ctx); err == nil {
 				site.Live = true
-				found = append(found, preflight.ServeBesideRay(site)...)
+				dep.Site = &site
 			}
 		}
 	case ok:
+		// First plan: the cluster is planned in this run.
 		site.Ray = where(pc.Runtime)
-		found = append(found, preflight.ServeBesideRay(site)...)
-		planned = pc.GPUs
+		dep.Site = &site
+		dep.Planned = pc.GPUs
 	}
-	p := preflight.Placement{PlacementIP: placement, Source: source, HeadIP: headIP, Table: table, Executor: executor,
-		TP: int(m.TP.ValueInt64()), PP: int(m.PP.ValueInt64())}
-	found = append(found, preflight.PlacementIdentity(p)...)
-	found = append(found, preflight.ParallelFits(p, planned, own)...)
-	head := preflight.Node{Name: raycluster.HeadName, SSHHost: m.Head.SSHHost.ValueString(), Facts: facts}
-	found = append(found, preflight.Interfaces(env, []preflight.Node{head}, map[string]string{raycluster.HeadName: headIP})...)
+	concluded, found := preflight.CheckDeployment(dep)
 	addPreflight(diags, found)
-	return out
+	return placementPlan{PlacementIP: concluded.PlacementIP, Executor: concluded.Executor}
 }
 
 func (m *vllmModel) vllmCommand() string {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -24,40 +25,84 @@ import (
 
 	"github.com/lab-infra/terraform-provider-spark/internal/acctest"
 	"github.com/lab-infra/terraform-provider-spark/internal/lab"
+	"github.com/lab-infra/terraform-provider-spark/internal/ray"
+	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
-const deployAddr = "spark_vllm_deployment.qwen"
+const deployAddr = "spark_vllm_deployment.tiny"
 
 // openTofu: the write-only api_key_wo needs a CLI that supports write-only
 // attributes (OpenTofu 1.11+, Terraform 1.11+); Terraform 1.8.5 uses the
 // api_key_file alternative, as an operator on an older CLI would.
 func openTofu() bool { return os.Getenv("TF_ACC_PROVIDER_HOST") == "registry.opentofu.org" }
 
-func deploymentConfig(l *lab.File, hostIP string, tp int, keyLine string) string {
+// deploy describes one real `vllm serve` of the lab's tiny model.
+type deploy struct {
+	name    string // resource name; default "tiny"
+	hostIP  string // "" leaves host_ip null
+	tp      int
+	port    int
+	keyLine string
+	env     map[string]string // beside the CPU settings every deployment gets
+	extra   string            // more attribute lines
+}
+
+// legacyExecutor: vLLM 0.32's legacy Ray executor, the one that pins bundle
+// 0 to node:<VLLM_HOST_IP> (as every vLLM before 0.21 does by default).
+var legacyExecutor = map[string]string{"VLLM_USE_RAY_V2_EXECUTOR_BACKEND": "0"}
+
+// config renders the deployment for real vLLM (its CPU build) on the lab:
+// the tiny model made at image-build time, eager mode, a small KV cache.
+func (d deploy) config(l *lab.File) string {
 	head := l.Nodes[0]
+	if d.name == "" {
+		d.name = "tiny"
+	}
+	if d.tp == 0 {
+		d.tp = 1
+	}
+	if d.port == 0 {
+		d.port = 8000
+	}
 	host := "null"
-	if hostIP != "" {
-		host = fmt.Sprintf("%q", hostIP)
+	if d.hostIP != "" {
+		host = fmt.Sprintf("%q", d.hostIP)
+	}
+	env := map[string]string{"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
+	for k, v := range d.env {
+		env[k] = v
+	}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var envLines []string
+	for _, k := range keys {
+		envLines = append(envLines, fmt.Sprintf("%s = %q", k, env[k]))
 	}
 	vars := ""
-	if strings.Contains(keyLine, "var.vllm_api_key") {
+	if strings.Contains(d.keyLine, "var.vllm_api_key") {
 		vars = "variable \"vllm_api_key\" {\n  type      = string\n  sensitive = true\n}\n"
 	}
 	return vars + fmt.Sprintf(`
-resource "spark_vllm_deployment" "qwen" {
+resource "spark_vllm_deployment" %q {
   head                 = { ssh_host = spark_ray_cluster.lab.head.ssh_host }
   runtime              = spark_ray_cluster.lab.runtime
   ray_address          = spark_ray_cluster.lab.head_address
-  model                = "Qwen/Qwen3.5-122B-A10B-FP8"
-  served_model_name    = "qwen3.5"
+  model                = %q
+  served_model_name    = "tiny"
   tensor_parallel_size = %d
+  port                 = %d
   host_ip              = %s
-  vllm_command         = "/usr/local/bin/vllm"
+  vllm_command         = %q
   %s
-  env                  = { VLLM_STANDIN_PLACEMENT_WAIT_S = "15" }
-  timeouts             = { create = "3m", update = "3m" }
+  env                  = { %s }
+  extra_args           = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager"]
+  timeouts             = { create = "5m", update = "5m" }
+  %s
 }
-`, tp, host, keyLine) + fmt.Sprintf("\n# head %s\n", head.Name)
+`, d.name, head.ModelPath, d.tp, d.port, host, head.VLLMCommand, d.keyLine, strings.Join(envLines, ", "), d.extra)
 }
 
 // keySetup puts a canary API key where the deployment reads it and returns
@@ -76,14 +121,14 @@ func keySetup(t *testing.T, head lab.Node, canary string) string {
 }
 
 func chat(endpoint, key string) (int, string, error) {
-	body, _ := json.Marshal(map[string]any{"model": "qwen3.5", "max_tokens": 4,
+	body, _ := json.Marshal(map[string]any{"model": "tiny", "max_tokens": 4,
 		"messages": []map[string]string{{"role": "user", "content": "hello"}}})
 	req, _ := http.NewRequest(http.MethodPost, endpoint+"/chat/completions", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
 	if err != nil {
 		return 0, "", err
 	}
@@ -104,10 +149,59 @@ func noVLLMLeft(l *lab.File) func(*terraform.State) error {
 	}
 }
 
-// The field report, end to end: Ray auto-detects the head's external
-// address; VLLM_HOST_IP names the fabric one. The plan refuses it with both
-// addresses and both fixes; the fixed config serves a chat completion.
-func TestAccVLLMDeployment_fieldReport(t *testing.T) {
+// handStart runs `vllm serve` by hand over SSH on the head — outside the
+// provider, as an operator would — with env, waits (bounded) for want in its
+// log, stops it, and returns the log's lines that matter and the seconds it
+// took. It is how a test compares the plan's prediction with real vLLM.
+func handStart(t *testing.T, l *lab.File, env map[string]string, want string) (string, int) {
+	t.Helper()
+	head := l.Nodes[0]
+	pool, err := transport.NewPool(transport.Config{User: l.SSHUser, PrivateKeyFile: l.PrivateKeyFile, KnownHostsFile: l.KnownHostsFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	c, err := pool.Get(context.Background(), transport.Endpoint{Host: head.SSHHost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := []string{"env"}
+	for k, v := range env {
+		argv = append(argv, k+"="+v)
+	}
+	argv = append(argv, "VLLM_CPU_KVCACHE_SPACE=1", "HF_HUB_OFFLINE=1", head.VLLMCommand, "serve", head.ModelPath,
+		"--served-model-name", "tiny", "--dtype", "float32", "--max-model-len", "256", "--enforce-eager",
+		"--distributed-executor-backend", "ray", "--port", "8009")
+	// $1: the text to wait for; the rest: the command. At most 120 s.
+	script := ray.AuthEnv + `
+want=$1; shift; log=$(mktemp); start=$(date +%s)
+setsid "$@" > "$log" 2>&1 < /dev/null & pid=$!
+i=0; while [ $i -lt 120 ] && kill -0 $pid 2>/dev/null && ! grep -q "$want" "$log"; do sleep 1; i=$((i+1)); done
+echo "@@seconds $(( $(date +%s) - start ))"
+kill -TERM -- -$pid 2>/dev/null; j=0; while kill -0 $pid 2>/dev/null && [ $j -lt 20 ]; do sleep 1; j=$((j+1)); done
+kill -KILL -- -$pid 2>/dev/null
+grep -E "No available node types|Waiting for creating a placement group|Application startup complete|Error" "$log" | head -n 8; rm -f "$log"`
+	res, err := c.Run(context.Background(), transport.Cmd{Step: "vllm serve by hand", Argv: transport.Script(script, append([]string{want}, argv...)...)})
+	if err != nil {
+		t.Fatalf("vllm serve by hand: %v", err)
+	}
+	out := string(res.Stdout)
+	var secs int
+	if _, rest, ok := strings.Cut(out, "@@seconds "); ok {
+		_, _ = fmt.Sscanf(rest, "%d", &secs)
+	}
+	return out, secs
+}
+
+// The field report on real vLLM with the legacy executor (VLLM 0.32's
+// VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0, the behaviour of every vLLM before
+// 0.21): Ray auto-detects the head's external address, VLLM_HOST_IP names
+// the fabric one. The plan refuses it — on the first plan and on a live
+// cluster — and nothing starts; the same settings started by hand make real
+// vLLM print the hang the plan predicted; the fixed configuration serves a
+// real completion; a second deployment that needs the GPU the first holds
+// is refused at plan, naming the holder.
+func TestAccVLLMDeployment_fieldReportLegacyExecutor(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
 	canary := "canary-key-" + fmt.Sprint(time.Now().UnixNano())
@@ -116,80 +210,117 @@ func TestAccVLLMDeployment_fieldReport(t *testing.T) {
 	t.Setenv("TF_LOG_PATH", logFile)
 	keyLine := keySetup(t, head, canary)
 	cluster := clusterConfig(l, "", map[string]string{w.Name: ""})
+	mistake := deploy{hostIP: head.FabricIP, env: legacyExecutor, keyLine: keyLine}
+	fixed := deploy{hostIP: head.ExternalIP, env: legacyExecutor, keyLine: keyLine}
+	refused := func(verb string) *regexp.Regexp {
+		return regexp.MustCompile(`(?s)vLLM placement address does not match.*node:` + regexp.QuoteMeta(head.FabricIP) +
+			`.*` + verb + `\s+the\s+head\s+as\s+node:` + regexp.QuoteMeta(head.ExternalIP) +
+			`.*vLLM\s+` + regexp.QuoteMeta(l.VLLMVersion) + `\s+runs\s+RayDistributedExecutor.*host_ip = "` + regexp.QuoteMeta(head.ExternalIP) +
+			`".*node_ip = "` + regexp.QuoteMeta(head.FabricIP) + `"`)
+	}
+	r := newRefusals(t, l)
+	steps := r.steps(resource.TestStep{
+		// First plan: neither the cluster nor the deployment exists yet.
+		Config:      cluster + mistake.config(l),
+		ExpectError: refused("will\\s+register"),
+	})
+	steps = append(steps, r.then(resource.TestStep{
+		// The cluster alone, so real vLLM has a Ray to hang on.
+		Config: cluster,
+	}))
+	steps = append(steps, r.steps(resource.TestStep{
+		PreConfig: func() {
+			// The prediction against reality: the same settings, by hand.
+			out, secs := handStart(t, l, map[string]string{"RAY_ADDRESS": head.ExternalIP + ":6379", "VLLM_HOST_IP": head.FabricIP,
+				"VLLM_USE_RAY_V2_EXECUTOR_BACKEND": "0"}, "Waiting for creating a placement group")
+			if !strings.Contains(out, "Waiting for creating a placement group") ||
+				!strings.Contains(out, "'node:"+head.FabricIP+"': 0.001") {
+				t.Fatalf("real vLLM did not hang on node:%s as the plan predicts:\n%s", head.FabricIP, out)
+			}
+			t.Logf("real vLLM by hand, %d s after start:\n%s", secs, out)
+		},
+		// The live cluster: the same refusal, from Ray's own node table.
+		Config:      cluster + mistake.config(l),
+		ExpectError: refused("registered"),
+	})...)
+	steps = append(steps, r.then(resource.TestStep{
+		Config: cluster + fixed.config(l),
+		ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+			plancheck.ExpectResourceAction(deployAddr, plancheck.ResourceActionCreate),
+			plancheck.ExpectKnownValue(deployAddr, tfjsonpath.New("executor"), knownvalue.StringExact("RayDistributedExecutor")),
+			plancheck.ExpectKnownValue(deployAddr, tfjsonpath.New("placement_pinned"), knownvalue.Bool(true)),
+			plancheck.ExpectKnownValue(deployAddr, tfjsonpath.New("vllm_version"), knownvalue.StringExact(l.VLLMVersion)),
+		}},
+		ConfigStateChecks: []statecheck.StateCheck{
+			statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("placement_ip"), knownvalue.StringExact(head.ExternalIP)),
+			statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
+			statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("endpoint"), knownvalue.StringExact("http://"+head.SSHHost+":8000/v1")),
+		},
+		Check: func(s *terraform.State) error {
+			endpoint := s.RootModule().Resources[deployAddr].Primary.Attributes["endpoint"]
+			code, body, err := chat(endpoint, canary)
+			if err != nil || code != 200 || !strings.Contains(body, "chat.completion") {
+				return fmt.Errorf("chat completion through %s: %d %s %w", endpoint, code, body, err)
+			}
+			if code, _, err := chat(endpoint, ""); err != nil || code != 401 {
+				return fmt.Errorf("a request without the key got %d (%w), want 401", code, err)
+			}
+			for addr, r := range s.RootModule().Resources {
+				for k, v := range r.Primary.Attributes {
+					if strings.Contains(v, canary) {
+						return fmt.Errorf("the API key is in the state: %s.%s", addr, k)
+					}
+				}
+			}
+			out, err := lab.Exec(context.Background(), head, "sh", "-c", `for p in $(pgrep -f '[v]llm serve'); do tr '\0' ' ' < /proc/$p/cmdline; done`)
+			if err != nil || strings.Contains(out, canary) || !strings.Contains(out, "serve") {
+				return fmt.Errorf("the API key is in vllm's argv, or vllm is not running: %q %w", out, err)
+			}
+			return nil
+		},
+	}), resource.TestStep{
+		ResourceName:      deployAddr,
+		ImportState:       true,
+		ImportStateId:     head.SSHHost + ":8000",
+		ImportStateVerify: true,
+		// Not readable back from the server: how the key and settings were given.
+		ImportStateVerifyIgnore: []string{"api_key_wo", "api_key_wo_version", "api_key_file", "env", "runtime", "timeouts"},
+	})
+	second := deploy{name: "second", hostIP: head.ExternalIP, env: legacyExecutor, tp: 2, port: 8001}
+	steps = append(steps, r.steps(
+		resource.TestStep{
+			// A second deployment needs 2 GPUs; the first holds one of the 2.
+			Config: cluster + fixed.config(l) + second.config(l),
+			ExpectError: regexp.MustCompile(`(?s)Not enough free GPUs.*only 1 of the cluster's 2 are free.*1 GPU by placement group [0-9a-f]+ \(.*` +
+				regexp.QuoteMeta(head.ModelPath) + `.*--port 8000`),
+		},
+		resource.TestStep{
+			// TP=3 on 2 GPUs: refused from Ray's live node table.
+			Config:      cluster + deploy{hostIP: head.ExternalIP, env: legacyExecutor, keyLine: keyLine, tp: 3}.config(l),
+			ExpectError: regexp.MustCompile(`(?s)exceeds the cluster's GPUs.*= 3 GPUs.*have 2`),
+		},
+	)...)
+	steps = append(steps, r.then(resource.TestStep{
+		// Drift: the server dies. The plan shows it; apply restarts it.
+		PreConfig: func() {
+			if _, err := lab.Exec(context.Background(), head, "pkill", "-9", "-f", "vllm serve"); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Config: cluster + fixed.config(l),
+		ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+			plancheck.ExpectNonEmptyPlan(),
+			plancheck.ExpectResourceAction(deployAddr, plancheck.ResourceActionUpdate),
+		}, PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+		ConfigStateChecks: []statecheck.StateCheck{
+			statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
+		},
+	}))
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
 		ProtoV6ProviderFactories: acctest.Factories,
 		CheckDestroy:             noVLLMLeft(l),
-		Steps: []resource.TestStep{
-			{
-				Config: cluster + deploymentConfig(l, head.FabricIP, 2, keyLine),
-				ExpectError: regexp.MustCompile(`(?s)vLLM placement address does not match.*node:` + regexp.QuoteMeta(head.FabricIP) +
-					`.*node:` + regexp.QuoteMeta(head.ExternalIP) + `.*host_ip = "` + regexp.QuoteMeta(head.ExternalIP) +
-					`".*node_ip = "` + regexp.QuoteMeta(head.FabricIP) + `"`),
-			},
-			{
-				Config: cluster + deploymentConfig(l, head.ExternalIP, 2, keyLine),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(deployAddr, plancheck.ResourceActionCreate),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("placement_ip"), knownvalue.StringExact(head.ExternalIP)),
-					statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
-					statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("endpoint"), knownvalue.StringExact("http://"+head.SSHHost+":8000/v1")),
-				},
-				Check: func(s *terraform.State) error {
-					endpoint := s.RootModule().Resources[deployAddr].Primary.Attributes["endpoint"]
-					code, body, err := chat(endpoint, canary)
-					if err != nil || code != 200 || !strings.Contains(body, "chat.completion") {
-						return fmt.Errorf("chat completion through %s: %d %s %w", endpoint, code, body, err)
-					}
-					if code, _, err := chat(endpoint, ""); err != nil || code != 401 {
-						return fmt.Errorf("a request without the key got %d (%w), want 401", code, err)
-					}
-					for addr, r := range s.RootModule().Resources {
-						for k, v := range r.Primary.Attributes {
-							if strings.Contains(v, canary) {
-								return fmt.Errorf("the API key is in the state: %s.%s", addr, k)
-							}
-						}
-					}
-					out, err := lab.Exec(context.Background(), head, "sh", "-c", `for p in $(pgrep -f '[v]llm serve'); do tr '\0' ' ' < /proc/$p/cmdline; done`)
-					if err != nil || strings.Contains(out, canary) || !strings.Contains(out, "serve") {
-						return fmt.Errorf("the API key is in vllm's argv, or vllm is not running: %q %w", out, err)
-					}
-					return nil
-				},
-			},
-			{
-				ResourceName:      deployAddr,
-				ImportState:       true,
-				ImportStateId:     head.SSHHost + ":8000",
-				ImportStateVerify: true,
-				// Not readable back from the server: how the key and settings were given.
-				ImportStateVerifyIgnore: []string{"api_key_wo", "api_key_wo_version", "api_key_file", "env", "runtime", "timeouts"},
-			},
-			{
-				// Drift: the server dies. The plan shows it; apply restarts it.
-				PreConfig: func() {
-					if _, err := lab.Exec(context.Background(), head, "pkill", "-9", "-f", "vllm serve"); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config: cluster + deploymentConfig(l, head.ExternalIP, 2, keyLine),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectNonEmptyPlan(),
-					plancheck.ExpectResourceAction(deployAddr, plancheck.ResourceActionUpdate),
-				}, PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
-				},
-			},
-			{
-				// TP=3 on 2 GPUs: refused at plan, from Ray's live node table.
-				Config:      cluster + deploymentConfig(l, head.ExternalIP, 3, keyLine),
-				ExpectError: regexp.MustCompile(`(?s)exceeds the cluster's GPUs.*= 3 GPUs.*have 2`),
-			},
-		},
+		Steps:                    steps,
 	})
 	b, err := os.ReadFile(logFile)
 	if err != nil {
@@ -202,34 +333,94 @@ func TestAccVLLMDeployment_fieldReport(t *testing.T) {
 	}
 }
 
-// The other fix: Ray registers the fabric address (node_ip), vLLM is told the same.
-func TestAccVLLMDeployment_fabricEverywhere(t *testing.T) {
+// vLLM 0.32's default executor (RayExecutorV2) pins nothing and takes node
+// addresses from Ray: the field report's setting serves. The plan says so
+// in a warning, never an error, and apply serves a real completion.
+func TestAccVLLMDeployment_defaultExecutorWarnsAndServes(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
+	logFile := filepath.Join(t.TempDir(), "trace.log")
+	t.Setenv("TF_LOG", "trace")
+	t.Setenv("TF_LOG_PATH", logFile)
+	cluster := clusterConfig(l, "", map[string]string{w.Name: ""})
+	mismatch := deploy{hostIP: head.FabricIP}
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
 		ProtoV6ProviderFactories: acctest.Factories,
 		CheckDestroy:             noVLLMLeft(l),
 		Steps: []resource.TestStep{{
-			Config: clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""}) + deploymentConfig(l, head.FabricIP, 2, ""),
+			Config: cluster + mismatch.config(l),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectKnownValue(deployAddr, tfjsonpath.New("executor"), knownvalue.StringExact("RayExecutorV2")),
+				plancheck.ExpectKnownValue(deployAddr, tfjsonpath.New("placement_pinned"), knownvalue.Bool(false)),
+				plancheck.ExpectKnownValue(deployAddr, tfjsonpath.New("vllm_version"), knownvalue.StringExact(l.VLLMVersion)),
+			}},
 			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("placement_ip"), knownvalue.StringExact(head.FabricIP)),
 				statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
+				// RayExecutorV2 places by Ray's address for the head.
+				statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("placement_ip"), knownvalue.StringExact(head.ExternalIP)),
+			},
+			Check: func(s *terraform.State) error {
+				endpoint := s.RootModule().Resources[deployAddr].Primary.Attributes["endpoint"]
+				if code, body, err := chat(endpoint, ""); err != nil || code != 200 || !strings.Contains(body, "chat.completion") {
+					return fmt.Errorf("chat completion through %s: %d %s %w", endpoint, code, body, err)
+				}
+				out, err := lab.Exec(context.Background(), head, "sh", "-c", `for p in $(pgrep -f '[v]llm serve'); do tr '\0' '\n' < /proc/$p/environ | grep '^VLLM_HOST_IP='; done`)
+				if err != nil || strings.TrimSpace(out) != "VLLM_HOST_IP="+head.FabricIP {
+					return fmt.Errorf("vllm serve should run with VLLM_HOST_IP=%s (the mismatch), has %q (%v)", head.FabricIP, out, err)
+				}
+				return nil
 			},
 		}},
 	})
+	b, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte("this vLLM serves anyway")) || !bytes.Contains(b, []byte("would hang")) {
+		t.Fatalf("the plan did not warn that VLLM_HOST_IP = %s is not what Ray registered (log %s)", head.FabricIP, logFile)
+	}
 }
 
-// The container runtime, for real: Ray and the vLLM stand-in run in a
-// container on each node (`docker run -d --network host`), started from the
-// image the lab loaded into each node's own Docker engine.
+// On a first plan (cluster and deployment in one configuration) nothing
+// runs yet: D8 and D11 check against what the cluster's plan concluded.
+func TestAccVLLMDeployment_firstPlanChecks(t *testing.T) {
+	l := acctest.Lab(t)
+	head, w := l.Nodes[0], l.Nodes[1]
+	cluster := clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""})
+	inContainer := strings.Replace(cluster, fmt.Sprintf("  runtime = { host = { ray_command = %q } }\n", head.RayCommand),
+		fmt.Sprintf("  runtime = { container = { image = %q, name = \"ray-node\", gpus = \"\", run_args = [\"-v\", \"/opt/ray:/opt/ray:ro\"] } }\n", l.NodeImage), 1)
+	onHost := strings.Replace(deploy{hostIP: head.FabricIP}.config(l), "runtime              = spark_ray_cluster.lab.runtime",
+		fmt.Sprintf("runtime              = { host = { ray_command = %q } }", head.RayCommand), 1)
+	r := newRefusals(t, l)
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy:             noVLLMLeft(l),
+		Steps: append(r.steps(
+			resource.TestStep{
+				Config:      cluster + deploy{hostIP: head.FabricIP, tp: 3}.config(l),
+				ExpectError: regexp.MustCompile(`(?s)exceeds the cluster's GPUs.*= 3 GPUs.*will\s+register\s+2\s+\(head 1, ` + w.Name + ` 1\)`),
+			},
+			resource.TestStep{
+				Config:      inContainer + onHost,
+				ExpectError: regexp.MustCompile(`(?s)vllm serve would run outside the head's Ray.*on the host.*will run in\s+container\s+ray-node`),
+			},
+		), r.done()),
+	})
+}
+
+// The container runtime, for real: Ray and real vLLM run in a container on
+// each node (`docker run -d --network host`), started from the image the lab
+// loaded into each node's own Docker engine; the lab's Python environment
+// (Ray, vLLM, the model) comes in read-only with run_args, as a model cache
+// would on a real box. Ray and vLLM register the fabric address everywhere.
 func TestAccVLLMDeployment_containerRuntime(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
-	runtime := fmt.Sprintf(`runtime = { container = { image = %q, name = "ray-node", gpus = "", shm_size = "1g", ray_command = "/opt/ray/bin/ray" } }`, l.NodeImage)
+	runtime := fmt.Sprintf(`runtime = { container = { image = %q, name = "ray-node", gpus = "", shm_size = "1g", ray_command = "/opt/ray/bin/ray", run_args = ["-v", "/opt/ray:/opt/ray:ro"] } }`, l.NodeImage)
 	cluster := strings.Replace(clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""}),
 		fmt.Sprintf("  runtime = { host = { ray_command = %q } }\n", head.RayCommand), "  "+runtime+"\n", 1)
-	deploy := strings.Replace(deploymentConfig(l, head.FabricIP, 2, ""), `vllm_command         = "/usr/local/bin/vllm"`, "", 1)
 	noContainer := func(s *terraform.State) error {
 		for _, n := range l.Nodes {
 			out, err := lab.Exec(context.Background(), n, "docker", "ps", "-a", "-q", "--filter", "name=^ray-node$")
@@ -244,14 +435,17 @@ func TestAccVLLMDeployment_containerRuntime(t *testing.T) {
 		ProtoV6ProviderFactories: acctest.Factories,
 		CheckDestroy:             noContainer,
 		Steps: []resource.TestStep{{
-			Config: cluster + deploy,
+			Config: cluster + deploy{hostIP: head.FabricIP}.config(l),
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				plancheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("registered_ip"), knownvalue.StringExact(w.FabricIP)),
+				// The version is read inside the container the server will run in.
+				plancheck.ExpectKnownValue(deployAddr, tfjsonpath.New("vllm_version"), knownvalue.StringExact(l.VLLMVersion)),
 			}},
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("head").AtMapKey("registered_ip"), knownvalue.StringExact(head.FabricIP)),
 				statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("alive"), knownvalue.Bool(true)),
 				statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
+				statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("placement_ip"), knownvalue.StringExact(head.FabricIP)),
 			},
 			Check: func(s *terraform.State) error {
 				for _, n := range l.Nodes {
@@ -260,6 +454,9 @@ func TestAccVLLMDeployment_containerRuntime(t *testing.T) {
 					if err != nil || strings.TrimSpace(out) == "" {
 						return fmt.Errorf("no raylet inside ray-node on %s: %q %w", n.Name, out, err)
 					}
+				}
+				if out, err := lab.Exec(context.Background(), head, "docker", "exec", "ray-node", "pgrep", "-f", "vllm serve"); err != nil || strings.TrimSpace(out) == "" {
+					return fmt.Errorf("vllm serve is not running inside ray-node on the head: %q %w", out, err)
 				}
 				endpoint := s.RootModule().Resources[deployAddr].Primary.Attributes["endpoint"]
 				if code, body, err := chat(endpoint, ""); err != nil || code != 200 {
@@ -277,7 +474,10 @@ func TestAccVLLMDeployment_updateAndReadinessFailure(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
 	cluster := clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""})
-	base := deploymentConfig(l, head.FabricIP, 2, "")
+	base := deploy{hostIP: head.FabricIP}
+	changed := deploy{hostIP: head.FabricIP, env: map[string]string{"VLLM_LOGGING_LEVEL": "DEBUG"}}
+	wrongPort := changed
+	wrongPort.extra = `extra_args = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager", "--port", "8013"]`
 	identity := statecheck.CompareValue(compare.ValuesDiffer())
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
@@ -285,12 +485,12 @@ func TestAccVLLMDeployment_updateAndReadinessFailure(t *testing.T) {
 		CheckDestroy:             noVLLMLeft(l),
 		Steps: []resource.TestStep{
 			{
-				Config:            cluster + base,
+				Config:            cluster + base.config(l),
 				ConfigStateChecks: []statecheck.StateCheck{identity.AddStateValue(deployAddr, tfjsonpath.New("process_identity"))},
 			},
 			{
 				// A changed env restarts the server in place: a new process, serving.
-				Config: cluster + strings.Replace(base, `VLLM_STANDIN_PLACEMENT_WAIT_S = "15"`, `VLLM_STANDIN_PLACEMENT_WAIT_S = "16"`, 1),
+				Config: cluster + changed.config(l),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(deployAddr, plancheck.ResourceActionUpdate),
 				}},
@@ -301,12 +501,10 @@ func TestAccVLLMDeployment_updateAndReadinessFailure(t *testing.T) {
 			},
 			{
 				// The server ends up on another port: readiness on 8000 never comes.
-				Config: cluster + strings.Replace(
-					strings.Replace(base, `VLLM_STANDIN_PLACEMENT_WAIT_S = "15"`, `VLLM_STANDIN_PLACEMENT_WAIT_S = "16"`, 1),
-					`timeouts             = { create = "3m", update = "3m" }`,
-					`timeouts             = { create = "3m", update = "25s" }
-  extra_args           = ["--port", "8013"]`, 1),
-				ExpectError: regexp.MustCompile(`(?s)vLLM did not become ready.*Last 40 lines of the server log.*vLLM stand-in`),
+				Config: cluster + strings.Replace(strings.Replace(wrongPort.config(l),
+					`extra_args           = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager"]`, "", 1),
+					`timeouts             = { create = "5m", update = "5m" }`, `timeouts             = { create = "5m", update = "40s" }`, 1),
+				ExpectError: regexp.MustCompile(`(?s)vLLM did not become ready.*Last 40 lines of the server log.*vllm`),
 			},
 			{
 				// Nothing was left running by the failed apply.
@@ -316,7 +514,7 @@ func TestAccVLLMDeployment_updateAndReadinessFailure(t *testing.T) {
 						t.Fatalf("the server that never became ready is still running:\n%s", out)
 					}
 				},
-				Config: cluster + base,
+				Config: cluster + base.config(l),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
 				},

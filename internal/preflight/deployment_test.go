@@ -1,0 +1,120 @@
+package preflight
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/ray"
+)
+
+// fieldReportDeployment is the field report's head with vLLM 0.32.0 and a
+// live cluster: Ray registered the head's external address. host_ip is the
+// registered address, so the plan is clean until a case breaks one thing.
+func fieldReportDeployment() Deployment {
+	f := spark("10.1.230.180", "192.168.200.12", "2.52.1", "3.12.3")
+	f.VLLMVersion = "0.32.0+cpu"
+	return Deployment{HeadFacts: f, HeadName: "head", SSHHost: "10.1.230.180", HeadIP: "10.1.230.180", HostIP: "10.1.230.180",
+		Env: map[string]string{}, Table: fieldReportTable(), TP: 1, PP: 1,
+		ValidateIP: func(v string) error {
+			if v == "spark1" {
+				return fmt.Errorf("not an IP address")
+			}
+			return nil
+		}}
+}
+
+func allSummaries(ds []Diagnostic) string {
+	var out []string
+	for _, d := range ds {
+		kind := "error"
+		if d.Warning {
+			kind = "warning"
+		}
+		out = append(out, kind+": "+d.Summary)
+	}
+	return strings.Join(out, " | ")
+}
+
+func TestCheckDeploymentClean(t *testing.T) {
+	c, found := CheckDeployment(fieldReportDeployment())
+	if len(found) != 0 {
+		t.Fatalf("clean deployment flagged: %s", allSummaries(found))
+	}
+	if c.Executor.Name != ExecutorV2 || c.Executor.Pinned || c.PlacementIP != "10.1.230.180" {
+		t.Fatalf("concluded %+v", c)
+	}
+}
+
+// Each rule the deployment's plan calls, and the fact that trips it: a case
+// fails when the call is removed from CheckDeployment.
+func TestCheckDeploymentCallsEveryRule(t *testing.T) {
+	for _, c := range []struct {
+		want   string
+		break_ func(d *Deployment)
+	}{
+		{"error: vLLM placement address does not match", func(d *Deployment) { // D1, pinned
+			d.HostIP = "192.168.200.12"
+			d.Env[ExecutorEnv] = "0"
+		}},
+		{"warning: VLLM_HOST_IP is not the address Ray registered", func(d *Deployment) { // D1, not pinned
+			d.HostIP = "192.168.200.12"
+		}},
+		{"error: vLLM placement address does not match", func(d *Deployment) { // D1 from env, which used to bypass it
+			d.HostIP = ""
+			d.Env["VLLM_HOST_IP"] = "192.168.200.12"
+			d.HeadFacts.VLLMVersion = "0.19.1"
+		}},
+		{"error: vLLM placement address does not match", func(d *Deployment) { // D1, a vLLM older than V2, from the head's env
+			d.HostIP = ""
+			d.HeadFacts.VLLMEnv = map[string]string{"VLLM_HOST_IP": "192.168.200.12"}
+			d.HeadFacts.VLLMVersion = "0.10.1.1+381074ae.nv25.09"
+		}},
+		{"error: host_ip and env.VLLM_HOST_IP disagree", func(d *Deployment) { // D2
+			d.Env["VLLM_HOST_IP"] = "10.1.230.181"
+		}},
+		{"error: Invalid env.VLLM_HOST_IP", func(d *Deployment) { // D2 through env
+			d.HostIP = ""
+			d.Env["VLLM_HOST_IP"] = "spark1"
+		}},
+		{"error: Invalid VLLM_USE_RAY_V2_EXECUTOR_BACKEND", func(d *Deployment) {
+			d.Env[ExecutorEnv] = "yes"
+		}},
+		{"error: Tensor x pipeline parallel size exceeds the cluster's GPUs", func(d *Deployment) { // D8 live
+			d.TP = 3
+		}},
+		{"error: Not enough free GPUs", func(d *Deployment) { // D8, GPUs held
+			d.TP = 2
+			d.Table.PlacementGroups = []ray.PlacementGroup{{ID: "pg", State: "CREATED", GPUs: 1, Holder: "vllm serve other"}}
+		}},
+		{"error: Tensor x pipeline parallel size exceeds the cluster's GPUs", func(d *Deployment) { // D8 first plan
+			d.Table, d.Planned, d.TP = nil, &PlannedGPUs{Total: 1, Nodes: "head 1"}, 2
+		}},
+		{"error: vllm serve would run outside the head's Ray", func(d *Deployment) { // D11
+			d.Site = &ServeSite{Serve: "on the host", Ray: "in container ray-node", RayAddress: "10.1.230.180:6379"}
+		}},
+		{"error: Interface named in env does not exist", func(d *Deployment) { // D9
+			d.Env["NCCL_SOCKET_IFNAME"] = "ib0"
+		}},
+	} {
+		t.Run(c.want, func(t *testing.T) {
+			d := fieldReportDeployment()
+			c.break_(&d)
+			_, found := CheckDeployment(d)
+			if got := allSummaries(found); !strings.Contains(got, c.want) {
+				t.Fatalf("want %q, got: %s", c.want, got)
+			}
+		})
+	}
+}
+
+// Under the legacy executor the address vLLM places by is VLLM_HOST_IP.
+func TestCheckDeploymentConcludesPlacement(t *testing.T) {
+	d := fieldReportDeployment()
+	d.Env[ExecutorEnv] = "0"
+	d.HostIP = ""
+	c, found := CheckDeployment(d)
+	if len(found) != 0 || !c.Executor.Pinned || c.PlacementIP != "10.1.230.180" {
+		t.Fatalf("detection = the registered address, pinned: %+v %s", c, allSummaries(found))
+	}
+}

@@ -1,0 +1,158 @@
+package raycluster
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
+	"github.com/lab-infra/terraform-provider-spark/internal/transport"
+)
+
+// box is a multi-homed DGX Spark's facts: external (default route) and fabric.
+func box(external, fabric string) nodefacts.Facts {
+	return nodefacts.Facts{
+		Hostname: "spark",
+		Interfaces: []nodefacts.Interface{
+			{Name: "enP7s7", Up: true, Addresses: []netip.Prefix{netip.MustParsePrefix(external + "/16")}},
+			{Name: "enp1s0f1np1", Up: true, Addresses: []netip.Prefix{netip.MustParsePrefix(fabric + "/24")}},
+		},
+		DefaultRouteIP: external, RayVersion: "2.52.1", PythonVersion: "3.12.3", HasNvidiaSMI: true, GPUCount: 1,
+	}
+}
+
+// fabricPair is a clean two-node plan on the fabric; each case below breaks
+// one thing, so that every rule Evaluate calls has a case that fails when
+// its call is removed.
+func fabricPair() (Spec, PlanOptions, nodefacts.Facts, map[string]nodefacts.Facts) {
+	one := int64(1)
+	s := Spec{
+		Head:    NodeSpec{Name: HeadName, Path: []string{"head"}, Endpoint: transport.Endpoint{Host: "10.1.230.180"}, NodeIP: "192.168.200.12", NumGPUs: &one},
+		Workers: map[string]NodeSpec{"spark2": {Name: "spark2", Path: []string{"workers", "[spark2]"}, Endpoint: transport.Endpoint{Host: "10.1.230.181"}, NodeIP: "192.168.200.13", NumGPUs: &one}},
+		GCSPort: 6379, AuthToken: true,
+	}
+	w := box("10.1.230.181", "192.168.200.13")
+	w.RouteTo = &nodefacts.Route{Dst: "192.168.200.12", Dev: "enp1s0f1np1", Src: "192.168.200.13"}
+	return s, PlanOptions{}, box("10.1.230.180", "192.168.200.12"), map[string]nodefacts.Facts{"spark2": w}
+}
+
+func summaries(p *Plan) string {
+	var out []string
+	for _, d := range p.Diagnostics {
+		out = append(out, d.Summary)
+	}
+	return strings.Join(out, " | ")
+}
+
+func TestEvaluateCleanPlan(t *testing.T) {
+	s, o, hf, wf := fabricPair()
+	p := Evaluate(s, o, hf, wf)
+	if len(p.Diagnostics) != 0 {
+		t.Fatalf("clean plan flagged: %s", summaries(p))
+	}
+	if p.HeadIP != "192.168.200.12" || p.Registered["spark2"] != "192.168.200.13" {
+		t.Fatalf("registered: %v", p.Registered)
+	}
+	if p.GPUs == nil || p.GPUs.Total != 2 || p.GPUs.Nodes != "head 1, spark2 1" {
+		t.Fatalf("planned GPUs: %+v", p.GPUs)
+	}
+}
+
+// Each rule the cluster's plan calls, and the fact that trips it.
+func TestEvaluateCallsEveryRule(t *testing.T) {
+	for _, c := range []struct {
+		rule   string
+		break_ func(s *Spec, o *PlanOptions, hf *nodefacts.Facts, wf map[string]nodefacts.Facts)
+	}{
+		{"node_ip is not an address of this node", func(s *Spec, _ *PlanOptions, _ *nodefacts.Facts, _ map[string]nodefacts.Facts) {
+			s.Head.NodeIP = "192.168.200.99"
+		}},
+		{"Cannot predict the head's Ray address", func(s *Spec, _ *PlanOptions, hf *nodefacts.Facts, _ map[string]nodefacts.Facts) {
+			s.Head.NodeIP, hf.DefaultRouteIP = "", ""
+		}},
+		{"num_gpus exceeds the node's GPUs", func(s *Spec, _ *PlanOptions, hf *nodefacts.Facts, _ map[string]nodefacts.Facts) {
+			hf.GPUCount = 0
+		}},
+		{"GCS port is already in use on the head", func(_ *Spec, _ *PlanOptions, hf *nodefacts.Facts, _ map[string]nodefacts.Facts) {
+			hf.Listeners = []string{"gcs_server"}
+		}},
+		{"node_ip is not an address of this node", func(s *Spec, _ *PlanOptions, _ *nodefacts.Facts, _ map[string]nodefacts.Facts) {
+			w := s.Workers["spark2"]
+			w.NodeIP = "192.168.200.99"
+			s.Workers["spark2"] = w
+		}},
+		{"num_gpus exceeds the node's GPUs", func(_ *Spec, _ *PlanOptions, _ *nodefacts.Facts, wf map[string]nodefacts.Facts) {
+			f := wf["spark2"]
+			f.GPUCount = 0
+			wf["spark2"] = f
+		}},
+		{"Worker has no route to the head", func(s *Spec, _ *PlanOptions, _ *nodefacts.Facts, wf map[string]nodefacts.Facts) {
+			w := s.Workers["spark2"]
+			w.NodeIP = ""
+			s.Workers["spark2"] = w
+			f := wf["spark2"]
+			f.RouteTo = nil
+			wf["spark2"] = f
+		}},
+		{"Worker reaches the head only through a gateway", func(_ *Spec, _ *PlanOptions, _ *nodefacts.Facts, wf map[string]nodefacts.Facts) {
+			f := wf["spark2"]
+			f.RouteTo = &nodefacts.Route{Dst: "192.168.200.12", Gateway: "10.1.0.1", Dev: "enP7s7", Src: "10.1.230.181"}
+			wf["spark2"] = f
+		}},
+		{"Two nodes would register the same IP", func(s *Spec, _ *PlanOptions, _ *nodefacts.Facts, _ map[string]nodefacts.Facts) {
+			w := s.Workers["spark2"]
+			w.NodeIP = "192.168.200.12"
+			s.Workers["spark2"] = w
+		}},
+		{"Ray versions differ across nodes", func(_ *Spec, _ *PlanOptions, _ *nodefacts.Facts, wf map[string]nodefacts.Facts) {
+			f := wf["spark2"]
+			f.RayVersion = "2.51.0"
+			wf["spark2"] = f
+		}},
+		{"Interface named in env does not exist", func(s *Spec, _ *PlanOptions, _ *nodefacts.Facts, _ map[string]nodefacts.Facts) {
+			s.Env = map[string]string{"NCCL_SOCKET_IFNAME": "ib0"}
+		}},
+		{"VLLM_HOST_IP in env does not match the nodes' Ray addresses", func(s *Spec, _ *PlanOptions, _ *nodefacts.Facts, _ map[string]nodefacts.Facts) {
+			s.Env = map[string]string{"VLLM_HOST_IP": "192.168.200.12"}
+		}},
+		{"Ray too old for token authentication", func(_ *Spec, _ *PlanOptions, hf *nodefacts.Facts, wf map[string]nodefacts.Facts) {
+			hf.RayVersion = "2.40.0"
+			f := wf["spark2"]
+			f.RayVersion = "2.40.0"
+			wf["spark2"] = f
+		}},
+	} {
+		t.Run(c.rule, func(t *testing.T) {
+			s, o, hf, wf := fabricPair()
+			c.break_(&s, &o, &hf, wf)
+			p := Evaluate(s, o, hf, wf)
+			if got := summaries(p); !strings.Contains(got, c.rule) {
+				t.Fatalf("want %q, got: %s", c.rule, got)
+			}
+		})
+	}
+}
+
+// A running head's port is its own, and known addresses are facts.
+func TestEvaluateRunningHead(t *testing.T) {
+	s, o, hf, wf := fabricPair()
+	hf.Listeners = []string{"gcs_server"}
+	o.HeadRunning = true
+	o.Known = map[string]string{HeadName: "192.168.200.12"}
+	if p := Evaluate(s, o, hf, wf); len(p.Diagnostics) != 0 {
+		t.Fatalf("running head flagged: %s", summaries(p))
+	}
+}
+
+func TestPlannedGPUsUnknownWithoutNvidiaSMI(t *testing.T) {
+	s, o, hf, wf := fabricPair()
+	w := s.Workers["spark2"]
+	w.NumGPUs = nil
+	s.Workers["spark2"] = w
+	f := wf["spark2"]
+	f.HasNvidiaSMI = false
+	wf["spark2"] = f
+	if p := Evaluate(s, o, hf, wf); p.GPUs != nil {
+		t.Fatalf("GPUs of a node with neither num_gpus nor nvidia-smi cannot be known, got %+v", p.GPUs)
+	}
+}
