@@ -86,10 +86,10 @@ func ParseVLLMVersion(v string) ([3]int, bool) {
 	return out, true
 }
 
-func atLeast(v, min [3]int) bool {
+func atLeast(v, floor [3]int) bool {
 	for i := range v {
-		if v[i] != min[i] {
-			return v[i] > min[i]
+		if v[i] != floor[i] {
+			return v[i] > floor[i]
 		}
 	}
 	return true

@@ -24,7 +24,7 @@ func box(external, fabric string) nodefacts.Facts {
 // fabricPair is a clean two-node plan on the fabric; each case below breaks
 // one thing, so that every rule Evaluate calls has a case that fails when
 // its call is removed.
-func fabricPair() (Spec, PlanOptions, nodefacts.Facts, map[string]nodefacts.Facts) {
+func fabricPair() (Spec, nodefacts.Facts, map[string]nodefacts.Facts) {
 	one := int64(1)
 	s := Spec{
 		Head:    NodeSpec{Name: HeadName, Path: []string{"head"}, Endpoint: transport.Endpoint{Host: "10.1.230.180"}, NodeIP: "192.168.200.12", NumGPUs: &one},
@@ -33,7 +33,7 @@ func fabricPair() (Spec, PlanOptions, nodefacts.Facts, map[string]nodefacts.Fact
 	}
 	w := box("10.1.230.181", "192.168.200.13")
 	w.RouteTo = &nodefacts.Route{Dst: "192.168.200.12", Dev: "enp1s0f1np1", Src: "192.168.200.13"}
-	return s, PlanOptions{}, box("10.1.230.180", "192.168.200.12"), map[string]nodefacts.Facts{"spark2": w}
+	return s, box("10.1.230.180", "192.168.200.12"), map[string]nodefacts.Facts{"spark2": w}
 }
 
 func summaries(p *Plan) string {
@@ -45,7 +45,8 @@ func summaries(p *Plan) string {
 }
 
 func TestEvaluateCleanPlan(t *testing.T) {
-	s, o, hf, wf := fabricPair()
+	s, hf, wf := fabricPair()
+	o := PlanOptions{}
 	p := Evaluate(s, o, hf, wf)
 	if len(p.Diagnostics) != 0 {
 		t.Fatalf("clean plan flagged: %s", summaries(p))
@@ -123,7 +124,8 @@ func TestEvaluateCallsEveryRule(t *testing.T) {
 		}},
 	} {
 		t.Run(c.rule, func(t *testing.T) {
-			s, o, hf, wf := fabricPair()
+			s, hf, wf := fabricPair()
+			o := PlanOptions{}
 			c.break_(&s, &o, &hf, wf)
 			p := Evaluate(s, o, hf, wf)
 			if got := summaries(p); !strings.Contains(got, c.rule) {
@@ -135,7 +137,8 @@ func TestEvaluateCallsEveryRule(t *testing.T) {
 
 // A running head's port is its own, and known addresses are facts.
 func TestEvaluateRunningHead(t *testing.T) {
-	s, o, hf, wf := fabricPair()
+	s, hf, wf := fabricPair()
+	o := PlanOptions{}
 	hf.Listeners = []string{"gcs_server"}
 	o.HeadRunning = true
 	o.Known = map[string]string{HeadName: "192.168.200.12"}
@@ -145,7 +148,8 @@ func TestEvaluateRunningHead(t *testing.T) {
 }
 
 func TestPlannedGPUsUnknownWithoutNvidiaSMI(t *testing.T) {
-	s, o, hf, wf := fabricPair()
+	s, hf, wf := fabricPair()
+	o := PlanOptions{}
 	w := s.Workers["spark2"]
 	w.NumGPUs = nil
 	s.Workers["spark2"] = w

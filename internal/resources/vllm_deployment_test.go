@@ -335,7 +335,8 @@ func TestAccVLLMDeployment_fieldReportLegacyExecutor(t *testing.T) {
 
 // vLLM 0.32's default executor (RayExecutorV2) pins nothing and takes node
 // addresses from Ray: the field report's setting serves. The plan says so
-// in a warning, never an error, and apply serves a real completion.
+// in a warning, never an error, and apply serves a real completion, with
+// tensor parallel 2 across the two nodes.
 func TestAccVLLMDeployment_defaultExecutorWarnsAndServes(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
@@ -343,7 +344,8 @@ func TestAccVLLMDeployment_defaultExecutorWarnsAndServes(t *testing.T) {
 	t.Setenv("TF_LOG", "trace")
 	t.Setenv("TF_LOG_PATH", logFile)
 	cluster := clusterConfig(l, "", map[string]string{w.Name: ""})
-	mismatch := deploy{hostIP: head.FabricIP}
+	// Tensor parallel across both nodes: one Ray "GPU" each.
+	mismatch := deploy{hostIP: head.FabricIP, tp: 2}
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
 		ProtoV6ProviderFactories: acctest.Factories,
@@ -367,7 +369,7 @@ func TestAccVLLMDeployment_defaultExecutorWarnsAndServes(t *testing.T) {
 				}
 				out, err := lab.Exec(context.Background(), head, "sh", "-c", `for p in $(pgrep -f '[v]llm serve'); do tr '\0' '\n' < /proc/$p/environ | grep '^VLLM_HOST_IP='; done`)
 				if err != nil || strings.TrimSpace(out) != "VLLM_HOST_IP="+head.FabricIP {
-					return fmt.Errorf("vllm serve should run with VLLM_HOST_IP=%s (the mismatch), has %q (%v)", head.FabricIP, out, err)
+					return fmt.Errorf("vllm serve should run with VLLM_HOST_IP=%s (the mismatch), has %q (%w)", head.FabricIP, out, err)
 				}
 				return nil
 			},
@@ -430,12 +432,17 @@ func TestAccVLLMDeployment_containerRuntime(t *testing.T) {
 		}
 		return noVLLMLeft(l)(s)
 	}
+	good := cluster + deploy{hostIP: head.FabricIP}.config(l)
+	// The same deployment told to run on the host, where no Ray runs (D11, live).
+	onHost := cluster + strings.Replace(deploy{hostIP: head.FabricIP}.config(l), "runtime              = spark_ray_cluster.lab.runtime",
+		fmt.Sprintf("runtime              = { host = { ray_command = %q } }", head.RayCommand), 1)
+	r := newRefusals(t, l)
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
 		ProtoV6ProviderFactories: acctest.Factories,
 		CheckDestroy:             noContainer,
-		Steps: []resource.TestStep{{
-			Config: cluster + deploy{hostIP: head.FabricIP}.config(l),
+		Steps: append([]resource.TestStep{{
+			Config: good,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				plancheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("registered_ip"), knownvalue.StringExact(w.FabricIP)),
 				// The version is read inside the container the server will run in.
@@ -464,7 +471,10 @@ func TestAccVLLMDeployment_containerRuntime(t *testing.T) {
 				}
 				return nil
 			},
-		}},
+		}}, append(r.steps(resource.TestStep{
+			Config:      onHost,
+			ExpectError: regexp.MustCompile(`(?s)vllm serve would run outside the head's Ray.*on the host.*has no Ray cluster at all`),
+		}), r.then(resource.TestStep{Config: good, PlanOnly: true}))...),
 	})
 }
 
