@@ -80,7 +80,7 @@ echo "== 3. the same mistake with vLLM 0.32's default executor (RayExecutorV2): 
 echo "      warns and vLLM serves"
 t0=$SECONDS
 "$tf" apply -auto-approve -input=false -no-color -var "vllm_host_ip=$head_fab" -var legacy_executor=false > /tmp/spark-demo-apply2.txt 2>&1 || { cat /tmp/spark-demo-apply2.txt; exit 1; }
-sed -n '/Warning: VLLM_HOST_IP is not the address/,/To be safe on every vLLM/p' /tmp/spark-demo-apply2.txt | sed 's/^/   /'
+sed -n '/Warning: VLLM_HOST_IP is not the address/,/start the head with node_ip/p' /tmp/spark-demo-apply2.txt | sed 's/^/   /'
 echo "   applied in $((SECONDS - t0))s"
 placement
 chat

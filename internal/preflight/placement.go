@@ -90,7 +90,7 @@ func PlacementIdentity(p Placement) []Diagnostic {
 			Summary: "VLLM_HOST_IP is not the address Ray registered for the head (this vLLM serves anyway)",
 			Detail: fmt.Sprintf("VLLM_HOST_IP = %s (from %s), but Ray %s the head as node:%s.\n"+
 				"vLLM %s runs %s (%s): it pins nothing to node:<VLLM_HOST_IP> and takes node addresses from Ray, so this deployment will serve.\n"+
-				"With the legacy executor (%s=0) or a vLLM older than 0.21.0, the same setting would hang: bundle 0 pinned to node:%s, "+
+				"With the legacy executor (%s=0), the default of vLLM 0.5.5 to 0.20.x, the same setting would hang: bundle 0 pinned to node:%s, "+
 				"\"No available node types can fulfill resource request\", then \"Waiting for creating a placement group\" until 1800 s pass.\n"+
 				"To be safe on every vLLM: host_ip = %q, or start the head with node_ip = %q.",
 				p.PlacementIP, sourceText(p.Source), verb(p), registered, e.Version, e.Name, e.Why, ExecutorEnv, p.PlacementIP, registered, p.PlacementIP)}}
