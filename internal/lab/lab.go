@@ -73,20 +73,27 @@ func Up(ctx context.Context, o Options) (*File, error) {
 	if err := EnsureDocker(ctx, o.Log); err != nil {
 		return nil, err
 	}
+	// Each phase says how long it took: a new machine's lab-up is timed by phase.
+	t := time.Now()
+	phase := func(name string) {
+		o.Log("timing: %-20s %s", name, time.Since(t).Round(time.Second))
+		t = time.Now()
+	}
 	base, err := ensureBaseImage(ctx, cacheDir, o.Log)
 	if err != nil {
 		return nil, err
 	}
-	t := time.Now()
+	phase("base image")
 	pyenv, err := ensurePyenv(ctx, base, cacheDir, o.Log)
 	if err != nil {
 		return nil, err
 	}
-	o.Log("timing: python environment %s", time.Since(t).Round(time.Second))
+	phase("python environment")
 	image, err := ensureNodeImage(ctx, base, cacheDir, o.Log)
 	if err != nil {
 		return nil, err
 	}
+	phase("node image")
 	keyFile, pub, err := ensureClientKey(dir)
 	if err != nil {
 		return nil, err
@@ -121,11 +128,13 @@ func Up(ctx context.Context, o Options) (*File, error) {
 		}
 		f.Nodes = append(f.Nodes, n)
 	}
+	phase("nodes")
 	for _, n := range f.Nodes {
 		if err := loadNodeImage(ctx, n, image, o.Log); err != nil {
 			return nil, err
 		}
 	}
+	phase("node image in nodes")
 	f.NodeImage = image
 	if dv, err := docker(ctx, nil, "exec", f.Nodes[0].Container, "docker", "--version"); err == nil {
 		f.DockerVersion = strings.TrimSuffix(strings.Fields(dv)[2], ",")

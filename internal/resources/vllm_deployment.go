@@ -520,6 +520,10 @@ func adopt(m *vllmModel, run *vllm.Running) {
 	if run.RayAddress != "" {
 		m.RayAddress = types.StringValue(run.RayAddress)
 	}
+	if run.ExecutorFlag != "" {
+		// The executor it runs depends on it; the rest of its env is not ours to read.
+		m.Env, _ = types.MapValueFrom(context.Background(), types.StringType, map[string]string{"VLLM_USE_RAY_V2_EXECUTOR_BACKEND": run.ExecutorFlag})
+	}
 	if o.Command != "vllm" {
 		m.VLLMCommand = types.StringValue(o.Command)
 	}

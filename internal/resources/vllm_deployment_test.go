@@ -178,8 +178,8 @@ want=$1; shift; log=$(mktemp); start=$(date +%s)
 setsid "$@" > "$log" 2>&1 < /dev/null & pid=$!
 i=0; while [ $i -lt 120 ] && kill -0 $pid 2>/dev/null && ! grep -q "$want" "$log"; do sleep 1; i=$((i+1)); done
 echo "@@seconds $(( $(date +%s) - start ))"
-kill -TERM -- -$pid 2>/dev/null; j=0; while kill -0 $pid 2>/dev/null && [ $j -lt 20 ]; do sleep 1; j=$((j+1)); done
-kill -KILL -- -$pid 2>/dev/null
+kill -TERM -$pid 2>/dev/null; j=0; while kill -0 $pid 2>/dev/null && [ $j -lt 20 ]; do sleep 1; j=$((j+1)); done
+kill -KILL -$pid 2>/dev/null
 grep -E "No available node types|Waiting for creating a placement group|Application startup complete|Error" "$log" | head -n 8; rm -f "$log"`
 	res, err := c.Run(context.Background(), transport.Cmd{Step: "vllm serve by hand", Argv: transport.Script(script, append([]string{want}, argv...)...)})
 	if err != nil {

@@ -87,7 +87,10 @@ type Running struct {
 	Identity   string
 	HostIP     string // VLLM_HOST_IP in its environment
 	RayAddress string
-	Options    ServeOptions
+	// ExecutorFlag is VLLM_USE_RAY_V2_EXECUTOR_BACKEND in its environment
+	// ("" unset): which Ray executor it runs depends on it.
+	ExecutorFlag string
+	Options      ServeOptions
 }
 
 // Find reads the server listening on the port: identity, environment and
@@ -114,6 +117,9 @@ func ParseFind(out string) (*Running, error) {
 		}
 		if v, ok := strings.CutPrefix(l, "RAY_ADDRESS="); ok {
 			r.RayAddress = v
+		}
+		if v, ok := strings.CutPrefix(l, "VLLM_USE_RAY_V2_EXECUTOR_BACKEND="); ok {
+			r.ExecutorFlag = v
 		}
 	}
 	o, err := ParseServeArgv(cmdline)

@@ -179,9 +179,9 @@ if [ -r "/proc/$pid/stat" ] && [ "$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' '
 const StopScript = `pid=${1%%:*} start=${1#*:} port=$2 grace=$3
 same() { [ -r "/proc/$pid/stat" ] && [ "$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f20)" = "$start" ]; }
 if [ -n "$pid" ] && same; then
-  kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
+  kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
   i=0; while same && [ "$i" -lt "$grace" ]; do sleep 1; i=$((i+1)); done
-  same && { kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid"; sleep 1; }
+  same && { kill -KILL "-$pid" 2>/dev/null || kill -KILL "$pid"; sleep 1; }
 fi
 for i in 1 2 3 4 5 6 7 8 9 10; do
   [ -z "$(ss -Hltn "sport = :$port" 2>/dev/null)" ] && exit 0
@@ -195,7 +195,7 @@ exit 1`
 const FindScript = `pid=$(ss -Hltnp "sport = :$1" 2>/dev/null | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -n 1)
 [ -n "$pid" ] || { echo "nothing listens on port $1" >&2; exit 4; }
 echo "$pid:$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f20)"
-tr '\0' '\n' < "/proc/$pid/environ" | grep -E '^(VLLM_HOST_IP|RAY_ADDRESS)=' || true
+tr '\0' '\n' < "/proc/$pid/environ" | grep -E '^(VLLM_HOST_IP|RAY_ADDRESS|VLLM_USE_RAY_V2_EXECUTOR_BACKEND)=' || true
 echo @@cmdline
 cat "/proc/$pid/cmdline"`
 

@@ -3,8 +3,10 @@ package vllm
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"strings"
 	"sync/atomic"
@@ -71,11 +73,12 @@ func TestEnvFileSourcesExactly(t *testing.T) {
 }
 
 func TestParseFind(t *testing.T) {
-	r, err := ParseFind("4242:98765\nVLLM_HOST_IP=10.1.230.180\nRAY_ADDRESS=10.1.230.180:6379\n@@cmdline\n/opt/ray/bin/python\x00/usr/local/bin/vllm\x00serve\x00m\x00--served-model-name\x00q\x00")
+	r, err := ParseFind("4242:98765\nVLLM_HOST_IP=10.1.230.180\nRAY_ADDRESS=10.1.230.180:6379\nVLLM_USE_RAY_V2_EXECUTOR_BACKEND=0\n@@cmdline\n/opt/ray/bin/python\x00/usr/local/bin/vllm\x00serve\x00m\x00--served-model-name\x00q\x00")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Identity != "4242:98765" || r.HostIP != "10.1.230.180" || r.RayAddress != "10.1.230.180:6379" || r.Options.ServedName != "q" {
+	if r.Identity != "4242:98765" || r.HostIP != "10.1.230.180" || r.RayAddress != "10.1.230.180:6379" || r.Options.ServedName != "q" ||
+		r.ExecutorFlag != "0" {
 		t.Fatalf("%+v", r)
 	}
 }
@@ -87,7 +90,10 @@ func TestLaunchStatusStopScripts(t *testing.T) {
 	if out, err := exec.Command("/bin/sh", "-c", `umask 077; printf 'GREETING=hi\n' > "$1/env"`, "sh", dir).CombinedOutput(); err != nil {
 		t.Fatal(string(out))
 	}
-	out, err := exec.Command("/bin/sh", "-c", LaunchScript, "sh", dir, "", "sh", "-c", `echo "$GREETING"; exec sleep 30`).Output()
+	// The server has a child of its own, as vllm serve has its EngineCore:
+	// stop must take the whole process group, under dash's kill too.
+	child := fmt.Sprintf("sleep 31.%d", os.Getpid())
+	out, err := exec.Command("/bin/sh", "-c", LaunchScript, "sh", dir, "", "sh", "-c", child+` & echo "$GREETING"; exec sleep 30`).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +114,9 @@ func TestLaunchStatusStopScripts(t *testing.T) {
 	}
 	if status() != "gone" {
 		t.Fatal("process survived stop")
+	}
+	if o, _ := exec.Command("pgrep", "-f", child).Output(); len(o) > 0 {
+		t.Fatalf("the server's child (%s) survived stop: pid %s", child, o)
 	}
 	if o, _ := exec.Command("/bin/sh", "-c", LogTailScript, "sh", dir, "5").Output(); strings.TrimSpace(string(o)) != "hi" {
 		t.Fatalf("log = %q: env file not sourced", o)
