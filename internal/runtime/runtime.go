@@ -7,6 +7,7 @@ package runtime
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 )
 
 // Container is the container runtime's settings.
@@ -96,13 +97,28 @@ func (r Runtime) ProbeArgv(argv []string) []string {
 	if c == nil {
 		return argv
 	}
-	script := `name=$1 image=$2; shift 2
-if [ "$(docker inspect -f '{{.State.Running}}' "$name" 2>/dev/null)" = true ]; then exec docker exec "$name" "$@"; fi
-prog=$1; shift
-exec docker run --rm --network host --entrypoint "$prog" "$image" "$@"`
-	// docker run --entrypoint takes the program; the rest are its arguments.
-	return append([]string{"sh", "-c", script, "sh", c.Name, c.Image}, argv...)
+	// The throwaway container gets the runtime's run_args too: the mounts
+	// in them (a model cache, a Python environment) are part of what the
+	// real container will have. $3 is how many of them follow.
+	out := []string{"sh", "-c", probeScript, "sh", c.Name, c.Image, strconv.Itoa(len(c.RunArgs))}
+	out = append(out, c.RunArgs...)
+	return append(out, argv...)
 }
+
+// probeScript runs "$@" (n run_args, then the program and its arguments)
+// in the running container $1, else in a throwaway one from image $2:
+// docker run --rm --network host <run_args> --entrypoint <program> <image>
+// <arguments>. POSIX sh has no arrays, so the argv is rebuilt after the
+// originals (a for loop's list is expanded once) and they are shifted away.
+const probeScript = `name=$1 image=$2 n=$3; shift 3
+if [ "$(docker inspect -f '{{.State.Running}}' "$name" 2>/dev/null)" = true ]; then shift "$n"; exec docker exec "$name" "$@"; fi
+orig=$# i=0
+for a in "$@"; do
+  i=$((i+1))
+  if [ "$i" -eq $((n+1)) ]; then set -- "$@" --entrypoint "$a" "$image"; else set -- "$@" "$a"; fi
+done
+shift "$orig"
+exec docker run --rm --network host "$@"`
 
 // RemoveArgv removes the runtime's container (and every process in it).
 func (r Runtime) RemoveArgv() []string {

@@ -1,6 +1,9 @@
 package runtime
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -42,9 +45,31 @@ func TestProbeArgv(t *testing.T) {
 	if got := (Runtime{}).ProbeArgv([]string{"sh", "-c", "x"}); strings.Join(got, " ") != "sh -c x" {
 		t.Fatalf("host probe = %v", got)
 	}
-	r := Runtime{Container: &Container{Image: "img:1", Name: "ray-node"}}
-	got := r.ProbeArgv([]string{"sh", "-c", "x"})
-	if got[len(got)-3] != "sh" || got[4] != "ray-node" || got[5] != "img:1" || !strings.Contains(got[2], "--network host") {
-		t.Fatalf("container probe = %q", got)
+	// Run the probe for real against a docker that prints its argv: with no
+	// container running, a throwaway one gets the run_args (the mounts) too.
+	bin := t.TempDir()
+	fake := "#!/bin/sh\nif [ \"$1\" = inspect ]; then echo ${RUNNING:-false}; exit 0; fi\nprintf '%s\\n' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "docker"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := Runtime{Container: &Container{Image: "img:1", Name: "ray-node", RunArgs: []string{"-v", "/opt/ray:/opt/ray:ro", "-e", "A=b c"}}}
+	argv := r.ProbeArgv([]string{"sh", "-c", "echo 'x y'", "arg two"})
+	run := func(running string) string {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "RUNNING="+running)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	want := strings.Join([]string{"run", "--rm", "--network", "host", "-v", "/opt/ray:/opt/ray:ro", "-e", "A=b c",
+		"--entrypoint", "sh", "img:1", "-c", "echo 'x y'", "arg two"}, "\n")
+	if got := run("false"); got != want {
+		t.Fatalf("throwaway probe ran docker with\n%s\nwant\n%s", got, want)
+	}
+	want = strings.Join([]string{"exec", "ray-node", "sh", "-c", "echo 'x y'", "arg two"}, "\n")
+	if got := run("true"); got != want {
+		t.Fatalf("probe in the running container ran docker with\n%s\nwant\n%s", got, want)
 	}
 }
