@@ -234,16 +234,16 @@ func ServeBesideRay(s ServeSite) []Diagnostic {
 	case s.Live && s.Recorded == s.RayAddress:
 		return nil
 	case s.Live && s.Recorded == "":
-		found = "which has no Ray cluster at all"
+		found = "where no Ray cluster is recorded at all"
 	case s.Live:
-		found = fmt.Sprintf("which records the cluster %q", s.Recorded)
+		found = fmt.Sprintf("where Ray records the cluster %q", s.Recorded)
 	case s.Serve == s.Ray:
 		return nil
 	default:
-		found = fmt.Sprintf("while the cluster's Ray will run %s", s.Ray)
+		found = fmt.Sprintf("but the cluster's runtime puts Ray %s", s.Ray)
 	}
 	return []Diagnostic{{Attr: []string{"runtime"}, Summary: "vllm serve would run outside the head's Ray",
-		Detail: fmt.Sprintf("vllm serve would run %s on %s, %s, while ray_address is %q. vLLM would attach to the wrong "+
+		Detail: fmt.Sprintf("vllm serve would run %s on %s, %s; ray_address is %q. vLLM would attach to the wrong "+
 			"Ray or start a new local one, whose only GPU is the head's. Give the deployment the runtime the cluster "+
 			"runs in: runtime = spark_ray_cluster.<name>.runtime.", s.Serve, s.SSHHost, found, s.RayAddress)}}
 }

@@ -418,10 +418,10 @@ func TestServeBesideRay(t *testing.T) {
 		t.Fatal(d)
 	}
 	live.Recorded = ""
-	one(t, ServeBesideRay(live), "has no Ray cluster at all", "runtime = spark_ray_cluster.<name>.runtime")
+	one(t, ServeBesideRay(live), "no Ray cluster is recorded at all", "runtime = spark_ray_cluster.<name>.runtime")
 	planned := base
 	planned.Ray = "in container ray-node"
-	one(t, ServeBesideRay(planned), "would run on the host", "will run in container ray-node")
+	one(t, ServeBesideRay(planned), "would run on the host", "the cluster's runtime puts Ray in container ray-node")
 	planned.Serve = "in container ray-node"
 	if d := ServeBesideRay(planned); d != nil {
 		t.Fatal(d)

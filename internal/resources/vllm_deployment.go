@@ -232,20 +232,23 @@ func (r *vllmResource) check(ctx context.Context, m *vllmModel, own float64, dia
 		tflog.Debug(ctx, "no live Ray node table for the vLLM plan check", map[string]any{"error": err.Error()})
 	}
 	site := preflight.ServeSite{Serve: where(spec.Runtime), SSHHost: m.Head.SSHHost.ValueString(), RayAddress: m.RayAddress.ValueString()}
-	switch pc, ok := r.mgr.PlannedCluster(m.RayAddress.ValueString()); {
-	case dep.Table != nil:
-		// Live: the GCS address Ray recorded where vllm serve would run.
+	if pc, ok := r.mgr.PlannedCluster(m.RayAddress.ValueString()); ok {
+		// The cluster is planned in this run: its runtime says where Ray
+		// runs, and before it runs, its plan says what GPUs it will have.
+		site.Ray = where(pc.Runtime)
+		dep.Site = &site
+		if dep.Table == nil {
+			dep.Planned = pc.GPUs
+		}
+	} else if dep.Table != nil {
+		// A cluster managed elsewhere: the GCS address Ray recorded where
+		// vllm serve would run.
 		if srv, err := r.server(ctx, m); err == nil {
 			if site.Recorded, err = srv.RayCluster(ctx); err == nil {
 				site.Live = true
 				dep.Site = &site
 			}
 		}
-	case ok:
-		// First plan: the cluster is planned in this run.
-		site.Ray = where(pc.Runtime)
-		dep.Site = &site
-		dep.Planned = pc.GPUs
 	}
 	concluded, found := preflight.CheckDeployment(dep)
 	addPreflight(diags, found)

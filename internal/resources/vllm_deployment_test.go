@@ -291,8 +291,8 @@ func TestAccVLLMDeployment_fieldReportLegacyExecutor(t *testing.T) {
 		resource.TestStep{
 			// A second deployment needs 2 GPUs; the first holds one of the 2.
 			Config: cluster + fixed.config(l) + second.config(l),
-			ExpectError: regexp.MustCompile(`(?s)Not enough free GPUs.*only 1 of the cluster's 2 are free.*1 GPU by placement group [0-9a-f]+ \(.*` +
-				regexp.QuoteMeta(head.ModelPath) + `.*--port 8000`),
+			ExpectError: regexp.MustCompile(`(?s)Not enough free GPUs.*only\s+1\s+of\s+the\s+cluster's\s+2\s+are\s+free.*1\s+GPU\s+by\s+placement\s+group\s+[0-9a-f]+\s+\(.*` +
+				regexp.QuoteMeta(head.ModelPath) + `.*--port\s+8000`),
 		},
 		resource.TestStep{
 			// TP=3 on 2 GPUs: refused from Ray's live node table.
@@ -406,7 +406,7 @@ func TestAccVLLMDeployment_firstPlanChecks(t *testing.T) {
 			},
 			resource.TestStep{
 				Config:      inContainer + onHost,
-				ExpectError: regexp.MustCompile(`(?s)vllm serve would run outside the head's Ray.*on the host.*will run in\s+container\s+ray-node`),
+				ExpectError: regexp.MustCompile(`(?s)vllm serve would run outside the head's Ray.*on the host.*runtime\s+puts\s+Ray\s+in\s+container\s+ray-node`),
 			},
 		), r.done()),
 	})
@@ -473,7 +473,7 @@ func TestAccVLLMDeployment_containerRuntime(t *testing.T) {
 			},
 		}}, append(r.steps(resource.TestStep{
 			Config:      onHost,
-			ExpectError: regexp.MustCompile(`(?s)vllm serve would run outside the head's Ray.*on the host.*has no Ray cluster at all`),
+			ExpectError: regexp.MustCompile(`(?s)vllm serve would run outside the head's Ray.*on the host.*runtime\s+puts\s+Ray\s+in\s+container\s+ray-node`),
 		}), r.then(resource.TestStep{Config: good, PlanOnly: true}))...),
 	})
 }
