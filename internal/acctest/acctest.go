@@ -54,8 +54,13 @@ func PreCheck(t *testing.T) {
 }
 
 // Lab loads the lab file (LAB_FILE, else .lab/lab.json at the repo root).
+// Without TF_ACC it skips the test before anything touches a node, as
+// resource.Test itself would: `make test` needs no lab and changes none.
 func Lab(t *testing.T) *lab.File {
 	t.Helper()
+	if os.Getenv("TF_ACC") == "" {
+		t.Skip("acceptance test: runs with TF_ACC=1 on the lab (make testacc)")
+	}
 	path := os.Getenv("LAB_FILE")
 	if path == "" {
 		path = lab.FilePath(filepath.Join(RepoRoot(), ".lab"))

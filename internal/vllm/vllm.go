@@ -157,7 +157,7 @@ func Dir(port int) string {
 const LaunchScript = `dir=$1 keyfile=$2; shift 2
 auth='` + ray.AuthEnv + `' 
 mkdir -p "$dir" && chmod 700 "$dir" && cd "$dir" || exit 1
-if [ -f pid ] && kill -0 "$(cat pid)" 2>/dev/null; then
+if [ -f pid ] && st=$(sed 's/.*) //' "/proc/$(cat pid)/stat" 2>/dev/null) && [ "${st%% *}" != Z ]; then
   echo "a vLLM server started by this provider is already running (pid $(cat pid))" >&2; exit 3
 fi
 : > server.log
@@ -170,18 +170,32 @@ start=$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f20)
 echo "$pid:$start"`
 
 // StatusScript prints "alive" when the process with identity $1
-// ("pid:start") still runs, else "gone".
+// ("pid:start") still runs, else "gone". A zombie (dead, not yet reaped by
+// whatever adopted it) is gone.
 const StatusScript = `pid=${1%%:*} start=${1#*:}
-if [ -r "/proc/$pid/stat" ] && [ "$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f20)" = "$start" ]; then echo alive; else echo gone; fi`
+st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) || st=
+if [ -n "$st" ] && [ "${st%% *}" != Z ] && [ "$(echo "$st" | cut -d' ' -f20)" = "$start" ]; then echo alive; else echo gone; fi`
 
 // StopScript stops the server: SIGTERM to its process group, SIGKILL after
-// $3 seconds, then checks port $2 is closed. $1 is the identity.
+// $3 seconds, then checks port $2 is closed. $1 is the identity. The server
+// leads its own process group (LaunchScript's setsid); when the leader is
+// already gone — crashed, or killed by hand — members of its group may live
+// on: vLLM's EngineCore (titled "VLLM::EngineCore", so no "vllm serve" in its
+// command line) keeps its Ray placement group, and its GPUs, until it dies.
+// They are ours: the kernel does not reuse a PID while a process group of
+// that number has members.
 const StopScript = `pid=${1%%:*} start=${1#*:} port=$2 grace=$3
-same() { [ -r "/proc/$pid/stat" ] && [ "$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f20)" = "$start" ]; }
+same() { st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) && [ "${st%% *}" != Z ] && [ "$(echo "$st" | cut -d' ' -f20)" = "$start" ]; }
+group() { [ -n "$pid" ] && pgrep -g "$pid" >/dev/null 2>&1; }
 if [ -n "$pid" ] && same; then
   kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
   i=0; while same && [ "$i" -lt "$grace" ]; do sleep 1; i=$((i+1)); done
   same && { kill -KILL "-$pid" 2>/dev/null || kill -KILL "$pid"; sleep 1; }
+fi
+if group; then
+  kill -TERM "-$pid" 2>/dev/null
+  i=0; while group && [ "$i" -lt "$grace" ]; do sleep 1; i=$((i+1)); done
+  group && { kill -KILL "-$pid" 2>/dev/null; sleep 1; }
 fi
 for i in 1 2 3 4 5 6 7 8 9 10; do
   [ -z "$(ss -Hltn "sport = :$port" 2>/dev/null)" ] && exit 0

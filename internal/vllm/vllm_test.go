@@ -121,6 +121,27 @@ func TestLaunchStatusStopScripts(t *testing.T) {
 	if o, _ := exec.Command("/bin/sh", "-c", LogTailScript, "sh", dir, "5").Output(); strings.TrimSpace(string(o)) != "hi" {
 		t.Fatalf("log = %q: env file not sourced", o)
 	}
+	// A server that died alone leaves its child in its process group (as
+	// vLLM's EngineCore outlives a killed API server): stop takes it.
+	out, err = exec.Command("/bin/sh", "-c", LaunchScript, "sh", dir, "", "sh", "-c", child+` & exec sleep 30`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id = strings.TrimSpace(string(out))
+	leader := strings.SplitN(id, ":", 2)[0]
+	if err := exec.Command("kill", "-9", leader).Run(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if o, _ := exec.Command("pgrep", "-f", child).Output(); len(o) == 0 {
+		t.Fatal("test setup: the child should outlive its leader")
+	}
+	if o, err := exec.Command("/bin/sh", "-c", StopScript, "sh", id, "1", "2").CombinedOutput(); err != nil {
+		t.Fatalf("stop: %v %s", err, o)
+	}
+	if o, _ := exec.Command("pgrep", "-f", child).Output(); len(o) > 0 {
+		t.Fatalf("the dead server's child (%s) survived stop: pid %s", child, o)
+	}
 	// A reused PID with another start time is not "our" process.
 	pid := strings.SplitN(id, ":", 2)[0]
 	o, _ := exec.Command("/bin/sh", "-c", StatusScript, "sh", pid+":1").Output()
