@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
@@ -56,9 +57,9 @@ func (d *nodeDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, r
 	computed := func(desc string) schema.StringAttribute {
 		return schema.StringAttribute{Computed: true, MarkdownDescription: desc}
 	}
-	attrs["ray_command"] = schema.StringAttribute{Optional: true,
+	attrs["ray_command"] = schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.Path},
 		MarkdownDescription: "Path of `ray` on the node (e.g. `/opt/ray/bin/ray`). Default: `ray` on the SSH session's `PATH`."}
-	attrs["python_command"] = schema.StringAttribute{Optional: true,
+	attrs["python_command"] = schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.Path},
 		MarkdownDescription: "Python that runs Ray on the node. Default: the interpreter on `ray_command`'s `#!` line, else `python3`."}
 	attrs["id"] = computed("`<ssh_host>:<ssh_port>`.")
 	attrs["hostname"] = computed("The node's kernel hostname (what Ray reports as `NodeManagerHostname`).")

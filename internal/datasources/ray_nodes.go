@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
@@ -50,9 +51,9 @@ func (d *rayNodesDataSource) Metadata(_ context.Context, req datasource.Metadata
 func (d *rayNodesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
 	attrs := providerdata.NodeAccessDataSourceAttributes()
 	attrs["ssh_host"] = schema.StringAttribute{Required: true, MarkdownDescription: "SSH address of the Ray head (or any node that can reach the GCS)."}
-	attrs["ray_command"] = schema.StringAttribute{Optional: true, MarkdownDescription: "Path of `ray` on the node. Default: `ray`."}
-	attrs["container"] = schema.StringAttribute{Optional: true, MarkdownDescription: "Name of the container Ray runs in, when it runs in one (commands go through `docker exec`)."}
-	attrs["ray_address"] = schema.StringAttribute{Optional: true, Computed: true,
+	attrs["ray_command"] = schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.Path}, MarkdownDescription: "Path of `ray` on the node. Default: `ray`."}
+	attrs["container"] = schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.ContainerName}, MarkdownDescription: "Name of the container Ray runs in, when it runs in one (commands go through `docker exec`)."}
+	attrs["ray_address"] = schema.StringAttribute{Optional: true, Computed: true, Validators: []validator.String{providerdata.HostPort},
 		MarkdownDescription: "GCS address (`ip:port`). Default: what Ray recorded on the node (`/tmp/ray/ray_current_cluster`)."}
 	attrs["id"] = schema.StringAttribute{Computed: true, MarkdownDescription: "The GCS address read."}
 	attrs["ray_version"] = schema.StringAttribute{Computed: true, MarkdownDescription: "Ray version of the cluster."}

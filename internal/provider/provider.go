@@ -82,6 +82,7 @@ func (p *sparkProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 					"user": schema.StringAttribute{
 						Optional:            true,
 						MarkdownDescription: "SSH user. Default: `SPARK_SSH_USER`, else the local user, as `ssh` does.",
+						Validators:          []validator.String{providerdata.NotBlank("ssh.user", "an SSH user")},
 					},
 					"port": schema.Int64Attribute{
 						Optional:            true,
@@ -122,10 +123,12 @@ func (p *sparkProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 						Optional:            true,
 						MarkdownDescription: "Jump host every node connection goes through. Its host key is verified like a node's. Default host: `SPARK_SSH_BASTION_HOST`.",
 						Attributes: map[string]schema.Attribute{
-							"host": schema.StringAttribute{Required: true, MarkdownDescription: "Bastion address."},
+							"host": schema.StringAttribute{Required: true, MarkdownDescription: "Bastion address.",
+								Validators: []validator.String{providerdata.NotBlank("ssh.bastion.host", "the bastion's address")}},
 							"port": schema.Int64Attribute{Optional: true, MarkdownDescription: "Bastion SSH port. Default: `ssh.port`.",
 								Validators: []validator.Int64{int64validator.Between(1, 65535)}},
-							"user": schema.StringAttribute{Optional: true, MarkdownDescription: "Bastion user. Default: `ssh.user`."},
+							"user": schema.StringAttribute{Optional: true, MarkdownDescription: "Bastion user. Default: `ssh.user`.",
+								Validators: []validator.String{providerdata.NotBlank("ssh.bastion.user", "an SSH user")}},
 							"host_key": schema.StringAttribute{Optional: true, MarkdownDescription: "Pins the bastion's host key (authorized_keys-style line).",
 								Validators: []validator.String{providerdata.HostKey}},
 						},

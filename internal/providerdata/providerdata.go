@@ -75,6 +75,7 @@ func NodeAccessDataSourceAttributes() map[string]dschema.Attribute {
 		"ssh_user": dschema.StringAttribute{
 			Optional:            true,
 			MarkdownDescription: "SSH user for this node. Defaults to the provider's `ssh.user`.",
+			Validators:          []validator.String{NotBlank("ssh_user", "an SSH user")},
 		},
 		"host_key": dschema.StringAttribute{
 			Optional: true,

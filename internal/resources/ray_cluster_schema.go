@@ -8,6 +8,8 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -65,7 +67,7 @@ func nodeAttributes(head bool) map[string]schema.Attribute {
 			Validators:          []validator.String{stringvalidator.LengthAtLeast(1)}},
 		"ssh_port": schema.Int64Attribute{Optional: true, MarkdownDescription: "SSH port for this node. Default: the provider's `ssh.port`.",
 			Validators: []validator.Int64{int64validator.Between(1, 65535)}},
-		"ssh_user": schema.StringAttribute{Optional: true, MarkdownDescription: "SSH user for this node. Default: the provider's `ssh.user`."},
+		"ssh_user": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.NotBlank("ssh_user", "an SSH user")}, MarkdownDescription: "SSH user for this node. Default: the provider's `ssh.user`."},
 		"host_key": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.HostKey},
 			MarkdownDescription: "Pins this node's SSH host key (authorized_keys-style line); wins over known_hosts."},
 		"node_ip": schema.StringAttribute{Optional: true, Validators: []validator.String{nodeIPValidator},
@@ -76,9 +78,12 @@ func nodeAttributes(head bool) map[string]schema.Attribute {
 			Validators:          []validator.Int64{int64validator.AtLeast(0)},
 			MarkdownDescription: replace("`--num-gpus`. Null: Ray counts them; the state then holds what Ray registered.")},
 		"resources": schema.MapAttribute{Optional: true, Computed: true, ElementType: types.Float64Type, PlanModifiers: headReplaceMap,
-			MarkdownDescription: replace("Custom Ray resources (`--resources`), e.g. `{ \"spark.head\" = 1 }`.")},
+			Validators: []validator.Map{providerdata.RayResources},
+			MarkdownDescription: replace("Custom Ray resources (`--resources`), e.g. `{ \"spark.head\" = 1 }`: whole quantities of at least 0, not " +
+				"named like Ray's own (`CPU`, `GPU`, `memory`, `object_store_memory`), as `ray start` requires.")},
 		"labels": schema.MapAttribute{Optional: true, Computed: true, ElementType: types.StringType, PlanModifiers: headReplaceMap,
-			MarkdownDescription: replace("Ray node labels (`--labels`).")},
+			Validators:          []validator.Map{providerdata.RayLabels},
+			MarkdownDescription: replace("Ray node labels (`--labels`), keys and values in the form `ray start` accepts; `ray.io/` keys are Ray's own.")},
 		"registered_ip": schema.StringAttribute{Computed: true,
 			MarkdownDescription: "The IP Ray registered for this node (`NodeManagerAddress`, resource `node:<ip>`). Planned as a known " +
 				"value: `node_ip`, else Ray's own detection run on the node."},
@@ -101,25 +106,30 @@ func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"head": schema.SingleNestedAttribute{Required: true, Attributes: nodeAttributes(true),
 				MarkdownDescription: "The head node: runs the GCS that workers join."},
 			"workers": schema.MapNestedAttribute{Optional: true,
-				NestedObject:        schema.NestedAttributeObject{Attributes: nodeAttributes(false)},
-				MarkdownDescription: "Worker nodes, keyed by a stable name: adding or removing one never touches the others or the head."},
+				Validators:   []validator.Map{mapvalidator.KeysAre(providerdata.WorkerName)},
+				NestedObject: schema.NestedAttributeObject{Attributes: nodeAttributes(false)},
+				MarkdownDescription: "Worker nodes, keyed by a stable name (letters, digits, `.`, `_`, `-`; not `head`): adding or removing one " +
+					"never touches the others or the head."},
 			"runtime": schema.SingleNestedAttribute{Optional: true, PlanModifiers: replaceObj,
 				MarkdownDescription: "Where Ray runs on each node: `host` (default) or `container`. Exactly one.",
 				Attributes: map[string]schema.Attribute{
 					"host": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Ray installed on the box.",
 						Validators: []validator.Object{objectvalidator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("container"))},
 						Attributes: map[string]schema.Attribute{
-							"ray_command": schema.StringAttribute{Optional: true, MarkdownDescription: "Path of `ray`. Default: `ray` on the SSH session's PATH."},
+							"ray_command": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.Path},
+								MarkdownDescription: "Path of `ray`. Default: `ray` on the SSH session's PATH."},
 						}},
 					"container": schema.SingleNestedAttribute{Optional: true,
 						MarkdownDescription: "Ray inside a container on each node (`docker run -d --network host --ipc host …`, then `docker exec`).",
 						Attributes: map[string]schema.Attribute{
-							"image":       schema.StringAttribute{Required: true, MarkdownDescription: "Image with Ray (and vLLM) installed."},
-							"name":        schema.StringAttribute{Optional: true, MarkdownDescription: "Container name. Default: `ray-node`."},
-							"shm_size":    schema.StringAttribute{Optional: true, MarkdownDescription: "`--shm-size`. Default: `10g`."},
-							"gpus":        schema.StringAttribute{Optional: true, MarkdownDescription: "`--gpus`. Default: `all`; empty string for none."},
-							"run_args":    schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Extra `docker run` arguments, each quoted."},
-							"ray_command": schema.StringAttribute{Optional: true, MarkdownDescription: "Path of `ray` inside the container. Default: `ray`."},
+							"image":    schema.StringAttribute{Required: true, Validators: []validator.String{providerdata.Image}, MarkdownDescription: "Image with Ray (and vLLM) installed."},
+							"name":     schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.ContainerName}, MarkdownDescription: "Container name. Default: `ray-node`."},
+							"shm_size": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.ShmSize}, MarkdownDescription: "`--shm-size`. Default: `10g`."},
+							"gpus":     schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.GPUs}, MarkdownDescription: "`--gpus`. Default: `all`; empty string for none."},
+							"run_args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+								Validators: []validator.List{listvalidator.ValueStringsAre(providerdata.DockerRunArg)}, MarkdownDescription: "Extra `docker run` arguments, each quoted. `--name`, `--network`, `--ipc`, `--shm-size` and `--gpus` are refused: the provider sets them."},
+							"ray_command": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.Path},
+								MarkdownDescription: "Path of `ray` inside the container. Default: `ray`."},
 						}},
 				}},
 			"gcs_port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(6379),
@@ -127,6 +137,7 @@ func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 				Validators:          []validator.Int64{int64validator.Between(1, 65535)},
 				MarkdownDescription: "The head's GCS port (`ray start --head --port`). Default: 6379."},
 			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+				Validators: []validator.Map{providerdata.Env},
 				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplaceIf(
 					func(_ context.Context, req planmodifier.MapRequest, resp *mapplanmodifier.RequiresReplaceIfFuncResponse) {
 						resp.RequiresReplace = !req.StateValue.IsNull()
@@ -136,13 +147,17 @@ func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"Each node's Ray also gets `VLLM_HOST_IP` = the address Ray registers for that node (vLLM's worker actors read it " +
 					"there); setting `VLLM_HOST_IP` here is refused unless it matches every node."},
 			"start_args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+				Validators: []validator.List{listvalidator.ValueStringsAre(providerdata.RayStartArg)},
 				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplaceIf(
 					func(_ context.Context, req planmodifier.ListRequest, resp *listplanmodifier.RequiresReplaceIfFuncResponse) {
 						resp.RequiresReplace = !req.StateValue.IsNull()
 					}, "Replaces the cluster when changed.", "Replaces the cluster when changed.")},
-				MarkdownDescription: "Extra `ray start` arguments for every node, each passed as one quoted argument."},
+				MarkdownDescription: "Extra `ray start` arguments for every node, each passed as one quoted argument. Flags the provider " +
+					"sets (`--head`, `--address`, `--port`, `--node-ip-address`, `--num-gpus`, `--resources`, `--labels`, " +
+					"`--dashboard-host`) and `--block` are refused: use the attributes."},
 			"dashboard_host": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("127.0.0.1"),
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:          []validator.String{providerdata.Address},
 				MarkdownDescription: "`--dashboard-host`. Default `127.0.0.1`; `0.0.0.0` exposes the dashboard (and job submission) to the network, with a plan warning."},
 			"auth_mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("token"),
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},

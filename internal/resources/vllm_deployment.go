@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -23,6 +24,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/inputs"
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
@@ -33,9 +35,10 @@ import (
 )
 
 var (
-	_ resource.ResourceWithModifyPlan  = (*vllmResource)(nil)
-	_ resource.ResourceWithImportState = (*vllmResource)(nil)
-	_ resource.ResourceWithConfigure   = (*vllmResource)(nil)
+	_ resource.ResourceWithValidateConfig = (*vllmResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*vllmResource)(nil)
+	_ resource.ResourceWithImportState    = (*vllmResource)(nil)
+	_ resource.ResourceWithConfigure      = (*vllmResource)(nil)
 )
 
 // NewVLLMDeployment is the spark_vllm_deployment resource.
@@ -108,9 +111,10 @@ func (r *vllmResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 			"id":          schema.StringAttribute{Computed: true, MarkdownDescription: "`<ssh_host>:<port>`.", PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
 			"head":        schema.SingleNestedAttribute{Required: true, Attributes: headAttrs, MarkdownDescription: "The Ray head, where `vllm serve` runs."},
 			"runtime":     rt.Schema.Attributes["runtime"],
-			"ray_address": schema.StringAttribute{Required: true, MarkdownDescription: "`<head registered ip>:<gcs port>`, usually `spark_ray_cluster.<name>.head_address`. Set as `RAY_ADDRESS` so vLLM joins that cluster and never starts its own."},
-			"model":       schema.StringAttribute{Required: true, MarkdownDescription: "Model to serve (a Hugging Face name or a path on the head). " + restart},
+			"ray_address": schema.StringAttribute{Required: true, Validators: []validator.String{providerdata.HostPort}, MarkdownDescription: "`<head registered ip>:<gcs port>`, usually `spark_ray_cluster.<name>.head_address`. Set as `RAY_ADDRESS` so vLLM joins that cluster and never starts its own."},
+			"model":       schema.StringAttribute{Required: true, Validators: []validator.String{providerdata.NotBlank("model", "a model name or path")}, MarkdownDescription: "Model to serve (a Hugging Face name or a path on the head). " + restart},
 			"served_model_name": schema.StringAttribute{Optional: true, Computed: true,
+				Validators:          []validator.String{providerdata.NotBlank("served_model_name", "the name clients use")},
 				MarkdownDescription: "Name clients use (`--served-model-name`). Default: `model`. " + restart},
 			"tensor_parallel_size": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1),
 				Validators: []validator.Int64{int64validator.AtLeast(1)}, MarkdownDescription: "`--tensor-parallel-size`. " + restart},
@@ -121,19 +125,23 @@ func (r *vllmResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 					"detection on the head (the route to 8.8.8.8), shown as `placement_ip`. " + restart},
 			"port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(8000),
 				PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplace()},
-				Validators:    []validator.Int64{int64validator.Between(1, 65535)}, MarkdownDescription: "HTTP port. Default 8000."},
+				Validators:    []validator.Int64{int64validator.Between(1, 65535)}, MarkdownDescription: "HTTP port. Default 8000. Not the head's GCS port."},
 			"api_key_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
-				Validators: []validator.String{stringvalidator.ConflictsWith(path.MatchRoot("api_key_file"))},
+				Validators: []validator.String{stringvalidator.ConflictsWith(path.MatchRoot("api_key_file")), providerdata.APIKey},
 				MarkdownDescription: "API key clients must send (`VLLM_API_KEY`). Write-only (Terraform/OpenTofu 1.11+): never stored in " +
 					"state or plan, never in the process's argv. Bump `api_key_wo_version` to rotate."},
 			"api_key_wo_version": schema.Int64Attribute{Optional: true, MarkdownDescription: "Change to restart with a new `api_key_wo`."},
-			"api_key_file": schema.StringAttribute{Optional: true,
+			"api_key_file": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.Path},
 				MarkdownDescription: "Alternative to `api_key_wo` for older CLIs: a file on the head holding the key, read there at launch."},
-			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType, Validators: []validator.Map{providerdata.Env},
 				MarkdownDescription: "Environment for `vllm serve` (e.g. `NCCL_SOCKET_IFNAME`); interface names are checked on the head. " + restart},
 			"extra_args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "Extra `vllm serve` arguments, each passed as one quoted argument. " + restart},
-			"vllm_command": schema.StringAttribute{Optional: true, MarkdownDescription: "Path of `vllm` on the head. Default: `vllm`."},
+				Validators: []validator.List{listvalidator.ValueStringsAre(providerdata.VLLMServeArg)},
+				MarkdownDescription: "Extra `vllm serve` arguments, each passed as one quoted argument. Flags the provider sets " +
+					"(`--model`, `--served-model-name`, `--tensor-parallel-size`/`-tp`, `--pipeline-parallel-size`/`-pp`, " +
+					"`--distributed-executor-backend`, `--host`, `--port`, `--uds`, `--api-key`, `--config`) are refused in every " +
+					"spelling vLLM reads (underscores, unambiguous prefixes). " + restart},
+			"vllm_command": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.Path}, MarkdownDescription: "Path of `vllm` on the head. Default: `vllm`."},
 			"endpoint":     schema.StringAttribute{Computed: true, MarkdownDescription: "OpenAI base URL on the head's SSH address: `http://<ssh_host>:<port>/v1`."},
 			"placement_ip": schema.StringAttribute{Computed: true, MarkdownDescription: "The head's address as vLLM places by it: " +
 				"where `placement_pinned`, the address bundle 0 of its placement group is pinned to (`node:<ip>`: `VLLM_HOST_IP`, else vLLM's " +
@@ -304,6 +312,11 @@ func (r *vllmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 		plan.Endpoint = types.StringValue("http://" + plan.ID.ValueString() + "/v1")
 	}
 	plan.Status = types.StringValue(statusServing)
+	// Again here: at validate, ray_address is unknown when it comes from
+	// the cluster's head_address.
+	if checkServePort(plan, &resp.Diagnostics); resp.Diagnostics.HasError() {
+		return
+	}
 	var state *vllmModel
 	if !req.State.Raw.IsNull() {
 		state = &vllmModel{}
@@ -328,6 +341,30 @@ func (r *vllmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 		plan.ProcessIdentity = types.StringUnknown()
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// ValidateConfig runs the checks that compare attributes with each other.
+func (r *vllmResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var m vllmModel
+	if resp.Diagnostics.Append(req.Config.Get(ctx, &m)...); resp.Diagnostics.HasError() {
+		return
+	}
+	checkServePort(m, &resp.Diagnostics)
+}
+
+// checkServePort refuses a port that is the head's GCS port (known values only;
+// a null port is vLLM's default, 8000).
+func checkServePort(m vllmModel, diags *diag.Diagnostics) {
+	if unknownAny(m.Port, m.RayAddress) {
+		return
+	}
+	port := int64(8000)
+	if !m.Port.IsNull() {
+		port = m.Port.ValueInt64()
+	}
+	if err := inputs.ServePort(port, m.RayAddress.ValueString()); err != nil {
+		diags.AddAttributeError(path.Root("port"), "vLLM port is the Ray head's GCS port", err.Error())
+	}
 }
 
 func unknownAny(vs ...attr.Value) bool {

@@ -479,15 +479,18 @@ func TestAccVLLMDeployment_containerRuntime(t *testing.T) {
 }
 
 // Update restarts in place behind the same readiness gate; a server that
-// never becomes ready fails the apply with its log's tail and is stopped.
+// exits before it is ready fails the apply with its log's tail and leaves
+// nothing running.
 func TestAccVLLMDeployment_updateAndReadinessFailure(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
 	cluster := clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""})
 	base := deploy{hostIP: head.FabricIP}
 	changed := deploy{hostIP: head.FabricIP, env: map[string]string{"VLLM_LOGGING_LEVEL": "DEBUG"}}
-	wrongPort := changed
-	wrongPort.extra = `extra_args = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager", "--port", "8013"]`
+	// The lab's model has 512 positions: vLLM refuses a longer context at
+	// start-up, after the launch, which only the readiness gate can see.
+	tooLong := changed
+	tooLong.extra = `extra_args = ["--dtype", "float32", "--max-model-len", "4096", "--enforce-eager"]`
 	identity := statecheck.CompareValue(compare.ValuesDiffer())
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
@@ -510,16 +513,16 @@ func TestAccVLLMDeployment_updateAndReadinessFailure(t *testing.T) {
 				},
 			},
 			{
-				// The server ends up on another port: readiness on 8000 never comes.
-				Config: cluster + strings.Replace(strings.Replace(wrongPort.config(l),
+				// The server exits while loading: readiness never comes.
+				Config: cluster + strings.Replace(strings.Replace(tooLong.config(l),
 					`extra_args           = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager"]`, "", 1),
-					`timeouts             = { create = "5m", update = "5m" }`, `timeouts             = { create = "5m", update = "40s" }`, 1),
+					`timeouts             = { create = "5m", update = "5m" }`, `timeouts             = { create = "5m", update = "3m" }`, 1),
 				ExpectError: regexp.MustCompile(`(?s)vLLM did not become ready.*Last 40 lines of the server log.*vllm`),
 			},
 			{
 				// Nothing was left running by the failed apply.
 				PreConfig: func() {
-					out, _ := lab.Exec(context.Background(), head, "sh", "-c", "pgrep -af '[v]llm serve'; ss -Hltn 'sport = :8013'; true")
+					out, _ := lab.Exec(context.Background(), head, "sh", "-c", "pgrep -af '[v]llm serve'; ss -Hltn 'sport = :8000'; true")
 					if strings.TrimSpace(out) != "" {
 						t.Fatalf("the server that never became ready is still running:\n%s", out)
 					}
