@@ -63,6 +63,7 @@ type validateCase struct {
 	typ    string // e.g. spark_ray_cluster
 	config map[string]any
 	want   string // "" for a configuration that validates; else a part of the error detail
+	warn   string // when set, a part of a warning's detail that must be there
 }
 
 func (c validateCase) run(t *testing.T, srv tfprotov6.ProviderServer, schemas *tfprotov6.GetProviderSchemaResponse) {
@@ -106,11 +107,20 @@ func (c validateCase) run(t *testing.T, srv tfprotov6.ProviderServer, schemas *t
 		}
 		diags = r.Diagnostics
 	}
-	var errs []string
+	var errs, warns []string
 	for _, d := range diags {
-		if d.Severity == tfprotov6.DiagnosticSeverityError {
+		switch d.Severity {
+		case tfprotov6.DiagnosticSeverityError:
 			errs = append(errs, d.Summary+": "+d.Detail)
+		case tfprotov6.DiagnosticSeverityWarning:
+			warns = append(warns, d.Summary+": "+d.Detail)
 		}
+	}
+	if c.warn != "" && !strings.Contains(strings.Join(warns, "\n"), c.warn) {
+		t.Errorf("warnings %q do not say %q", warns, c.warn)
+	}
+	if c.warn == "" && c.want == "" && len(warns) > 0 {
+		t.Errorf("unexpected warnings %q", warns)
 	}
 	switch {
 	case c.want == "" && len(errs) > 0:
@@ -162,54 +172,58 @@ func TestValidateRefusesBadInput(t *testing.T) {
 	cases := []validateCase{
 		{"cluster: valid", "resource", "spark_ray_cluster", with(cluster, "env", map[string]any{"NCCL_SOCKET_IFNAME": "enp1s0"},
 			"start_args", []any{"--object-store-memory=1000000000"}, "dashboard_host", "0.0.0.0",
-			"head.resources", map[string]any{"spark.head": 1}, "head.labels", map[string]any{"lab.example/rack": "r1"}), ""},
-		{"cluster: env key", "resource", "spark_ray_cluster", with(cluster, "env", map[string]any{"-S/bin/sh": "x"}), "not an environment variable name"},
-		{"cluster: dashboard_host", "resource", "spark_ray_cluster", with(cluster, "dashboard_host", "head.local"), "not an IP address"},
-		{"cluster: resource named GPU", "resource", "spark_ray_cluster", with(cluster, "head.resources", map[string]any{"GPU": 1}), "one of Ray's own"},
-		{"cluster: negative resource", "resource", "spark_ray_cluster", with(cluster, "head.resources", map[string]any{"x": -1}), "nonnegative"},
-		{"cluster: label key", "resource", "spark_ray_cluster", with(cluster, "head.labels", map[string]any{"ray.io/node-id": "x"}), "reserved"},
-		{"cluster: start_args --head", "resource", "spark_ray_cluster", with(cluster, "start_args", []any{"--head"}), "sets itself"},
-		{"cluster: start_args dashboard", "resource", "spark_ray_cluster", with(cluster, "start_args", []any{"--dashboard-host=0.0.0.0"}), "use dashboard_host"},
-		{"cluster: worker named head", "resource", "spark_ray_cluster", worker("head"), "the name the provider gives the head"},
-		{"cluster: worker name with /", "resource", "spark_ray_cluster", worker("a/b"), "1 to 63"},
-		{"cluster: empty ssh_user", "resource", "spark_ray_cluster", with(cluster, "head.ssh_user", ""), "give an SSH user"},
+			"head.resources", map[string]any{"spark.head": 1}, "head.labels", map[string]any{"lab.example/rack": "r1"}), "", ""},
+		{"cluster: env key", "resource", "spark_ray_cluster", with(cluster, "env", map[string]any{"-S/bin/sh": "x"}), "not an environment variable name", ""},
+		{"cluster: dashboard_host", "resource", "spark_ray_cluster", with(cluster, "dashboard_host", "head.local"), "not an IP address", ""},
+		{"cluster: resource named GPU", "resource", "spark_ray_cluster", with(cluster, "head.resources", map[string]any{"GPU": 1}), "one of Ray's own", ""},
+		{"cluster: negative resource", "resource", "spark_ray_cluster", with(cluster, "head.resources", map[string]any{"x": -1}), "nonnegative", ""},
+		{"cluster: label key", "resource", "spark_ray_cluster", with(cluster, "head.labels", map[string]any{"ray.io/node-id": "x"}), "reserved", ""},
+		{"cluster: start_args --head", "resource", "spark_ray_cluster", with(cluster, "start_args", []any{"--head"}), "sets itself", ""},
+		{"cluster: start_args dashboard", "resource", "spark_ray_cluster", with(cluster, "start_args", []any{"--dashboard-host=0.0.0.0"}), "use dashboard_host", ""},
+		{"cluster: worker named head", "resource", "spark_ray_cluster", worker("head"), "the name the provider gives the head", ""},
+		{"cluster: worker name with /", "resource", "spark_ray_cluster", worker("a/b"), "1 to 63", ""},
+		{"cluster: empty ssh_user", "resource", "spark_ray_cluster", with(cluster, "head.ssh_user", ""), "give an SSH user", ""},
 		{"cluster: worker empty ssh_user", "resource", "spark_ray_cluster",
-			with(cluster, "workers", map[string]any{"w1": map[string]any{"ssh_host": "10.0.0.2", "ssh_user": ""}}), "give an SSH user"},
+			with(cluster, "workers", map[string]any{"w1": map[string]any{"ssh_host": "10.0.0.2", "ssh_user": ""}}), "give an SSH user", ""},
 		{"cluster: host ray_command", "resource", "spark_ray_cluster",
-			with(cluster, "runtime", map[string]any{"host": map[string]any{"ray_command": "-x"}}), "reads as an option"},
-		{"cluster: container valid", "resource", "spark_ray_cluster", container("shm_size", "16GiB", "run_args", []any{"-v", "/opt/ray:/opt/ray:ro"}), ""},
-		{"cluster: shm_size", "resource", "spark_ray_cluster", container("shm_size", "ten gigs"), "not a size docker reads"},
-		{"cluster: image", "resource", "spark_ray_cluster", container("image", "--privileged"), "reads as an option"},
-		{"cluster: container name", "resource", "spark_ray_cluster", container("name", "a b"), "not a container name"},
-		{"cluster: gpus", "resource", "spark_ray_cluster", container("gpus", "--all"), "not a --gpus value"},
-		{"cluster: run_args --network", "resource", "spark_ray_cluster", container("run_args", []any{"--network=bridge"}), "host's network"},
-		{"cluster: container ray_command", "resource", "spark_ray_cluster", container("ray_command", ""), "is empty"},
+			with(cluster, "runtime", map[string]any{"host": map[string]any{"ray_command": "-x"}}), "reads as an option", ""},
+		{"cluster: container valid", "resource", "spark_ray_cluster", container("shm_size", "16GiB", "run_args", []any{"-v", "/opt/ray:/opt/ray:ro"}), "", ""},
+		{"cluster: shm_size", "resource", "spark_ray_cluster", container("shm_size", "ten gigs"), "not a size docker reads", ""},
+		{"cluster: image", "resource", "spark_ray_cluster", container("image", "--privileged"), "reads as an option", ""},
+		{"cluster: container name", "resource", "spark_ray_cluster", container("name", "a b"), "not a container name", ""},
+		{"cluster: gpus", "resource", "spark_ray_cluster", container("gpus", "--all"), "not a --gpus value", ""},
+		{"cluster: run_args --network", "resource", "spark_ray_cluster", container("run_args", []any{"--network=bridge"}), "host's network", ""},
+		{"cluster: container ray_command", "resource", "spark_ray_cluster", container("ray_command", ""), "is empty", ""},
 
-		{"vllm: valid", "resource", "spark_vllm_deployment", with(vllm, "extra_args", []any{"--enforce-eager", "--max-model-len", "512"},
-			"env", map[string]any{"HF_TOKEN": "x"}, "api_key_wo", "k"), ""},
-		{"vllm: empty model", "resource", "spark_vllm_deployment", with(vllm, "model", ""), "give a model"},
-		{"vllm: empty served_model_name", "resource", "spark_vllm_deployment", with(vllm, "served_model_name", " "), "give the name clients use"},
-		{"vllm: ray_address", "resource", "spark_vllm_deployment", with(vllm, "ray_address", "head:6379"), "not <ip>:<port>"},
-		{"vllm: extra_args -tp", "resource", "spark_vllm_deployment", with(vllm, "extra_args", []any{"--tensor_parallel_size=2"}), "use tensor_parallel_size"},
-		{"vllm: extra_args --api-key", "resource", "spark_vllm_deployment", with(vllm, "extra_args", []any{"--api-key", "k"}), "api_key_wo"},
-		{"vllm: empty api key", "resource", "spark_vllm_deployment", with(vllm, "api_key_wo", ""), "serves without authentication"},
-		{"vllm: api_key_file", "resource", "spark_vllm_deployment", with(vllm, "api_key_file", ""), "is empty"},
-		{"vllm: vllm_command", "resource", "spark_vllm_deployment", with(vllm, "vllm_command", "-m"), "reads as an option"},
-		{"vllm: env key", "resource", "spark_vllm_deployment", with(vllm, "env", map[string]any{"1X": "y"}), "not an environment variable name"},
-		{"vllm: port is the GCS port", "resource", "spark_vllm_deployment", with(vllm, "port", 6379), "is the GCS port"},
-		{"vllm: default port is the GCS port", "resource", "spark_vllm_deployment", with(vllm, "ray_address", "10.0.0.1:8000"), "is the GCS port"},
-		{"vllm: head ssh_user", "resource", "spark_vllm_deployment", with(vllm, "head.ssh_user", ""), "give an SSH user"},
+		{"vllm: valid", "resource", "spark_vllm_deployment", with(vllm, "extra_args", []any{"--enforce-eager", "--max-model-len", "512", ""},
+			"env", map[string]any{"HF_TOKEN": "x"}, "api_key_wo", "k"), "", ""},
+		{"vllm: empty model", "resource", "spark_vllm_deployment", with(vllm, "model", ""), "give a model", ""},
+		{"vllm: empty served_model_name", "resource", "spark_vllm_deployment", with(vllm, "served_model_name", " "), "give the name clients use", ""},
+		{"vllm: ray_address", "resource", "spark_vllm_deployment", with(vllm, "ray_address", "head:6379"), "not <ip>:<port>", ""},
+		{"vllm: extra_args -tp", "resource", "spark_vllm_deployment", with(vllm, "extra_args", []any{"--tensor_parallel_size=2"}), "use tensor_parallel_size", ""},
+		{"vllm: extra_args --api-key", "resource", "spark_vllm_deployment", with(vllm, "extra_args", []any{"--api-key", "k"}), "api_key_wo", ""},
+		{"vllm: empty api key", "resource", "spark_vllm_deployment", with(vllm, "api_key_wo", ""), "serves without authentication", ""},
+		{"vllm: api_key_file", "resource", "spark_vllm_deployment", with(vllm, "api_key_file", ""), "is empty", ""},
+		{"vllm: vllm_command", "resource", "spark_vllm_deployment", with(vllm, "vllm_command", "-m"), "reads as an option", ""},
+		{"vllm: env key", "resource", "spark_vllm_deployment", with(vllm, "env", map[string]any{"1X": "y"}), "not an environment variable name", ""},
+		{name: "vllm: every address, no key", kind: "resource", typ: "spark_vllm_deployment", config: vllm, warn: "anyone who reaches the head's port"},
+		{"vllm: every address, key in env", "resource", "spark_vllm_deployment", with(vllm, "env", map[string]any{"VLLM_API_KEY": "k"}), "", ""},
+		{"vllm: loopback, no key", "resource", "spark_vllm_deployment", with(vllm, "host", "127.0.0.1"), "", ""},
+		{"vllm: host not an address", "resource", "spark_vllm_deployment", with(vllm, "host", "head.local"), "not an IP address", ""},
+		{"vllm: port is the GCS port", "resource", "spark_vllm_deployment", with(vllm, "port", 6379), "is the GCS port", ""},
+		{"vllm: default port is the GCS port", "resource", "spark_vllm_deployment", with(vllm, "ray_address", "10.0.0.1:8000"), "is the GCS port", ""},
+		{"vllm: head ssh_user", "resource", "spark_vllm_deployment", with(vllm, "head.ssh_user", ""), "give an SSH user", ""},
 
-		{"spark_node: valid", "data", "spark_node", map[string]any{"ssh_host": "10.0.0.1", "ray_command": "/opt/ray/bin/ray"}, ""},
-		{"spark_node: ray_command", "data", "spark_node", map[string]any{"ssh_host": "10.0.0.1", "ray_command": ""}, "is empty"},
-		{"spark_node: python_command", "data", "spark_node", map[string]any{"ssh_host": "10.0.0.1", "python_command": "-c"}, "reads as an option"},
-		{"spark_node: ssh_user", "data", "spark_node", map[string]any{"ssh_host": "10.0.0.1", "ssh_user": ""}, "give an SSH user"},
-		{"spark_ray_nodes: ray_address", "data", "spark_ray_nodes", map[string]any{"ssh_host": "10.0.0.1", "ray_address": "10.0.0.1"}, "not <ip>:<port>"},
-		{"spark_ray_nodes: container", "data", "spark_ray_nodes", map[string]any{"ssh_host": "10.0.0.1", "container": "-x"}, "not a container name"},
+		{"spark_node: valid", "data", "spark_node", map[string]any{"ssh_host": "10.0.0.1", "ray_command": "/opt/ray/bin/ray"}, "", ""},
+		{"spark_node: ray_command", "data", "spark_node", map[string]any{"ssh_host": "10.0.0.1", "ray_command": ""}, "is empty", ""},
+		{"spark_node: python_command", "data", "spark_node", map[string]any{"ssh_host": "10.0.0.1", "python_command": "-c"}, "reads as an option", ""},
+		{"spark_node: ssh_user", "data", "spark_node", map[string]any{"ssh_host": "10.0.0.1", "ssh_user": ""}, "give an SSH user", ""},
+		{"spark_ray_nodes: ray_address", "data", "spark_ray_nodes", map[string]any{"ssh_host": "10.0.0.1", "ray_address": "10.0.0.1"}, "not <ip>:<port>", ""},
+		{"spark_ray_nodes: container", "data", "spark_ray_nodes", map[string]any{"ssh_host": "10.0.0.1", "container": "-x"}, "not a container name", ""},
 
-		{"provider: valid", "provider", "", map[string]any{"ssh": map[string]any{"user": "ops"}}, ""},
-		{"provider: ssh.user", "provider", "", map[string]any{"ssh": map[string]any{"user": ""}}, "give an SSH user"},
-		{"provider: bastion.host", "provider", "", map[string]any{"ssh": map[string]any{"bastion": map[string]any{"host": ""}}}, "the bastion's address"},
+		{"provider: valid", "provider", "", map[string]any{"ssh": map[string]any{"user": "ops"}}, "", ""},
+		{"provider: ssh.user", "provider", "", map[string]any{"ssh": map[string]any{"user": ""}}, "give an SSH user", ""},
+		{"provider: bastion.host", "provider", "", map[string]any{"ssh": map[string]any{"bastion": map[string]any{"host": ""}}}, "the bastion's address", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, srv, schemas) })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -60,6 +62,7 @@ type vllmModel struct {
 	PP              types.Int64    `tfsdk:"pipeline_parallel_size"`
 	HostIP          types.String   `tfsdk:"host_ip"`
 	Port            types.Int64    `tfsdk:"port"`
+	Host            types.String   `tfsdk:"host"`
 	APIKeyWO        types.String   `tfsdk:"api_key_wo"`
 	APIKeyWOVersion types.Int64    `tfsdk:"api_key_wo_version"`
 	APIKeyFile      types.String   `tfsdk:"api_key_file"`
@@ -126,6 +129,10 @@ func (r *vllmResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 			"port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(8000),
 				PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplace()},
 				Validators:    []validator.Int64{int64validator.Between(1, 65535)}, MarkdownDescription: "HTTP port. Default 8000. Not the head's GCS port."},
+			"host": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(vllm.DefaultHost),
+				Validators: []validator.String{providerdata.Address},
+				MarkdownDescription: "`--host`: the address vLLM listens on. Default `0.0.0.0`, every address of the head, with a plan " +
+					"warning when no API key is set; `127.0.0.1` keeps it to the head itself. " + restart},
 			"api_key_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
 				Validators: []validator.String{stringvalidator.ConflictsWith(path.MatchRoot("api_key_file")), providerdata.APIKey},
 				MarkdownDescription: "API key clients must send (`VLLM_API_KEY`). Write-only (Terraform/OpenTofu 1.11+): never stored in " +
@@ -142,7 +149,7 @@ func (r *vllmResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 					"`--distributed-executor-backend`, `--host`, `--port`, `--uds`, `--api-key`, `--config`) are refused in every " +
 					"spelling vLLM reads (underscores, unambiguous prefixes). " + restart},
 			"vllm_command": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.Path}, MarkdownDescription: "Path of `vllm` on the head. Default: `vllm`."},
-			"endpoint":     schema.StringAttribute{Computed: true, MarkdownDescription: "OpenAI base URL on the head's SSH address: `http://<ssh_host>:<port>/v1`."},
+			"endpoint":     schema.StringAttribute{Computed: true, MarkdownDescription: "OpenAI base URL: `http://<ssh_host>:<port>/v1`, or on `host` when vLLM listens on one address only."},
 			"placement_ip": schema.StringAttribute{Computed: true, MarkdownDescription: "The head's address as vLLM places by it: " +
 				"where `placement_pinned`, the address bundle 0 of its placement group is pinned to (`node:<ip>`: `VLLM_HOST_IP`, else vLLM's " +
 				"detection); otherwise the address Ray registered for the head, which RayExecutorV2 uses."},
@@ -309,7 +316,7 @@ func (r *vllmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 	}
 	if !plan.Head.SSHHost.IsUnknown() && !plan.Port.IsUnknown() {
 		plan.ID = types.StringValue(net.JoinHostPort(plan.Head.SSHHost.ValueString(), strconv.FormatInt(plan.Port.ValueInt64(), 10)))
-		plan.Endpoint = types.StringValue("http://" + plan.ID.ValueString() + "/v1")
+		plan.Endpoint = plan.endpoint()
 	}
 	plan.Status = types.StringValue(statusServing)
 	// Again here: at validate, ray_address is unknown when it comes from
@@ -350,6 +357,37 @@ func (r *vllmResource) ValidateConfig(ctx context.Context, req resource.Validate
 		return
 	}
 	checkServePort(m, &resp.Diagnostics)
+	warnOpenWithoutKey(ctx, m, &resp.Diagnostics)
+}
+
+// hostOf is the address vLLM listens on; state written before `host`
+// existed holds null, which meant the default.
+func hostOf(m *vllmModel) string {
+	if m.Host.IsNull() {
+		return vllm.DefaultHost
+	}
+	return m.Host.ValueString()
+}
+
+// warnOpenWithoutKey: vLLM on every address of the head with no key
+// serves (and runs) anything asked of it for anyone who reaches the port.
+func warnOpenWithoutKey(ctx context.Context, m vllmModel, diags *diag.Diagnostics) {
+	if m.Host.IsUnknown() || !m.APIKeyWO.IsNull() || !m.APIKeyFile.IsNull() || m.Env.IsUnknown() {
+		return
+	}
+	if a, err := netip.ParseAddr(hostOf(&m)); err != nil || !a.IsUnspecified() {
+		return
+	}
+	env := map[string]types.String{}
+	if !m.Env.IsNull() {
+		diags.Append(m.Env.ElementsAs(ctx, &env, false)...)
+	}
+	if _, ok := env["VLLM_API_KEY"]; ok {
+		return
+	}
+	diags.AddAttributeWarning(path.Root("host"), "vLLM listens on every address of the head without an API key",
+		fmt.Sprintf("host = %q and no api_key_wo or api_key_file: anyone who reaches the head's port can use the model. "+
+			"Set api_key_wo (or api_key_file), or host = \"127.0.0.1\" to keep the server to the head itself.", hostOf(&m)))
 }
 
 // checkServePort refuses a port that is the head's GCS port (known values only;
@@ -379,7 +417,7 @@ func unknownAny(vs ...attr.Value) bool {
 // needsRestart: anything the server was started with changed.
 func needsRestart(old, n *vllmModel) bool {
 	return !old.Model.Equal(n.Model) || !old.ServedModelName.Equal(n.ServedModelName) || !old.TP.Equal(n.TP) ||
-		!old.PP.Equal(n.PP) || !old.HostIP.Equal(n.HostIP) || !old.Env.Equal(n.Env) || !old.ExtraArgs.Equal(n.ExtraArgs) ||
+		!old.PP.Equal(n.PP) || hostOf(old) != hostOf(n) || !old.HostIP.Equal(n.HostIP) || !old.Env.Equal(n.Env) || !old.ExtraArgs.Equal(n.ExtraArgs) ||
 		!old.APIKeyWOVersion.Equal(n.APIKeyWOVersion) || !old.APIKeyFile.Equal(n.APIKeyFile) ||
 		!old.RayAddress.Equal(n.RayAddress) || !old.VLLMCommand.Equal(n.VLLMCommand)
 }
@@ -389,7 +427,7 @@ func (r *vllmResource) server(ctx context.Context, m *vllmModel) (vllm.Server, e
 	if err != nil {
 		return vllm.Server{}, err
 	}
-	srv := vllm.Server{Conn: conn, Port: int(m.Port.ValueInt64())}
+	srv := vllm.Server{Conn: conn, Port: int(m.Port.ValueInt64()), Host: m.Host.ValueString()}
 	if spec, diags := m.clusterSpec(ctx); !diags.HasError() && spec.Runtime.Container != nil {
 		srv.Wrap = spec.Runtime.Wrap
 	}
@@ -424,7 +462,7 @@ func (r *vllmResource) launch(ctx context.Context, m *vllmModel, own float64, ap
 		diags.Append(m.ExtraArgs.ElementsAs(ctx, &extra, false)...)
 	}
 	argv := vllm.ServeArgv(vllm.ServeOptions{Command: m.VLLMCommand.ValueString(), Model: m.Model.ValueString(),
-		ServedName: m.servedName(), TP: int(m.TP.ValueInt64()), PP: int(m.PP.ValueInt64()), Port: int(m.Port.ValueInt64()), ExtraArgs: extra})
+		ServedName: m.servedName(), TP: int(m.TP.ValueInt64()), PP: int(m.PP.ValueInt64()), Host: m.Host.ValueString(), Port: int(m.Port.ValueInt64()), ExtraArgs: extra})
 	id, err := srv.Launch(ctx, env, m.APIKeyFile.ValueString(), argv)
 	if err != nil {
 		diags.AddError("Cannot launch vllm serve", err.Error())
@@ -441,10 +479,10 @@ func (r *vllmResource) launch(ctx context.Context, m *vllmModel, own float64, ap
 		key = k
 	}
 	if err := srv.Ready(ctx, m.servedName(), key, id, nil); err != nil {
-		logTail := srv.LogTail(context.WithoutCancel(ctx), 40)
+		logPath, logTail := srv.LogTail(context.WithoutCancel(ctx), 40)
 		stopErr := srv.Stop(context.WithoutCancel(ctx), id, 10*time.Second)
-		detail := fmt.Sprintf("vllm serve on %s did not become ready: %v\n\nLast 40 lines of the server log (%s/server.log):\n%s",
-			srv.Conn.Addr(), err, vllm.Dir(srv.Port), logTail)
+		detail := fmt.Sprintf("vllm serve on %s did not become ready: %v\n\nLast 40 lines of the server log (%s):\n%s",
+			srv.Conn.Addr(), err, logPath, logTail)
 		if stopErr != nil {
 			detail += "\n\nStopping it also failed: " + stopErr.Error()
 		}
@@ -455,7 +493,7 @@ func (r *vllmResource) launch(ctx context.Context, m *vllmModel, own float64, ap
 	concluded.set(m)
 	m.Status = types.StringValue(statusServing)
 	m.ID = types.StringValue(net.JoinHostPort(m.Head.SSHHost.ValueString(), strconv.FormatInt(m.Port.ValueInt64(), 10)))
-	m.Endpoint = types.StringValue("http://" + m.ID.ValueString() + "/v1")
+	m.Endpoint = m.endpoint()
 	m.ServedModelName = types.StringValue(m.servedName())
 }
 
@@ -553,6 +591,7 @@ func adopt(m *vllmModel, run *vllm.Running) {
 	m.ServedModelName = types.StringValue(served)
 	m.TP = types.Int64Value(int64(o.TP))
 	m.PP = types.Int64Value(int64(o.PP))
+	m.Host = types.StringValue(o.Host)
 	if run.HostIP != "" {
 		m.HostIP = types.StringValue(run.HostIP)
 		m.PlacementIP = types.StringValue(run.HostIP)
@@ -571,7 +610,22 @@ func adopt(m *vllmModel, run *vllm.Running) {
 		l, _ := types.ListValueFrom(context.Background(), types.StringType, o.ExtraArgs)
 		m.ExtraArgs = l
 	}
-	m.Endpoint = types.StringValue("http://" + m.ID.ValueString() + "/v1")
+	m.Endpoint = m.endpoint()
+}
+
+// endpoint is the OpenAI base URL: on the head's SSH address when vLLM
+// listens on every address, else on the one address it listens on.
+func (m *vllmModel) endpoint() types.String {
+	if m.Host.IsUnknown() {
+		return types.StringUnknown()
+	}
+	host := m.Head.SSHHost.ValueString()
+	if a, err := netip.ParseAddr(m.Host.ValueString()); err == nil && !a.IsUnspecified() {
+		host = a.String()
+	} else if m.Host.ValueString() == "localhost" {
+		host = "localhost"
+	}
+	return types.StringValue("http://" + net.JoinHostPort(host, strconv.FormatInt(m.Port.ValueInt64(), 10)) + "/v1")
 }
 
 func (r *vllmResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -641,7 +695,7 @@ func (r *vllmResource) ImportState(ctx context.Context, req resource.ImportState
 		Head: &headAccess{NodeAccess: providerdata.NodeAccess{SSHHost: types.StringValue(host), SSHPort: types.Int64Null(),
 			SSHUser: types.StringNull(), HostKey: types.StringNull()}},
 		RayAddress: types.StringNull(), Model: types.StringNull(), ServedModelName: types.StringNull(),
-		TP: types.Int64Value(1), PP: types.Int64Value(1), HostIP: types.StringNull(), APIKeyWO: types.StringNull(),
+		TP: types.Int64Value(1), PP: types.Int64Value(1), Host: types.StringValue(vllm.DefaultHost), HostIP: types.StringNull(), APIKeyWO: types.StringNull(),
 		APIKeyWOVersion: types.Int64Null(), APIKeyFile: types.StringNull(), Env: types.MapNull(types.StringType),
 		ExtraArgs: types.ListNull(types.StringType), VLLMCommand: types.StringNull(), Endpoint: types.StringNull(),
 		PlacementIP: types.StringNull(), ProcessIdentity: types.StringNull(), Status: types.StringNull(),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 type Server struct {
 	Conn *transport.Conn
 	Port int
+	Host string // the address it listens on ("" or unspecified: every address)
 	// Wrap makes a command run where vLLM runs (the runtime's container);
 	// nil runs it on the host.
 	Wrap func(argv []string, stdin bool) []string
@@ -38,7 +40,10 @@ func (s Server) Launch(ctx context.Context, env map[string]string, keyFile strin
 	if err != nil {
 		return "", err
 	}
-	dir := Dir(s.Port)
+	dir, err := s.Dir(ctx)
+	if err != nil {
+		return "", err
+	}
 	if _, err := s.Conn.Run(ctx, s.cmd("write vLLM env file", transport.UploadArgv(dir+"/env", 0o600), body)); err != nil {
 		return "", err
 	}
@@ -66,20 +71,36 @@ func (s Server) Alive(ctx context.Context, identity string) (bool, error) {
 	return strings.TrimSpace(string(res.Stdout)) == "alive", nil
 }
 
-// Stop sends SIGTERM, then SIGKILL after grace, and verifies the port closed.
+// Dir makes or checks the deployment's private directory on the node
+// (DirScript) and returns its path.
+func (s Server) Dir(ctx context.Context) (string, error) {
+	res, err := s.Conn.Run(ctx, s.cmd("check vLLM directory", transport.Script(DirScript, "", strconv.Itoa(s.Port)), nil))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(res.Stdout)), nil
+}
+
+// Stop sends SIGTERM, then SIGKILL after grace, verifies the port closed
+// and removes the env file, which holds the API key.
 func (s Server) Stop(ctx context.Context, identity string, grace time.Duration) error {
+	dir, _ := s.Dir(ctx) // a directory that fails the check is not ours to clean
 	_, err := s.Conn.Run(ctx, s.cmd("stop vLLM", transport.Script(StopScript,
-		identity, strconv.Itoa(s.Port), strconv.Itoa(int(grace.Seconds()))), nil))
+		identity, strconv.Itoa(s.Port), strconv.Itoa(int(grace.Seconds())), dir), nil))
 	return err
 }
 
-// LogTail returns the last n lines of the server log.
-func (s Server) LogTail(ctx context.Context, n int) string {
-	res, err := s.Conn.Run(ctx, s.cmd("read vLLM log", transport.Script(LogTailScript, Dir(s.Port), strconv.Itoa(n)), nil))
-	if err != nil || res == nil {
-		return "(log unavailable)"
+// LogTail returns the path and the last n lines of the server log.
+func (s Server) LogTail(ctx context.Context, n int) (string, string) {
+	dir, err := s.Dir(ctx)
+	if err != nil {
+		return "(unknown)", "(log unavailable: " + err.Error() + ")"
 	}
-	return string(res.Stdout)
+	res, err := s.Conn.Run(ctx, s.cmd("read vLLM log", transport.Script(LogTailScript, dir, strconv.Itoa(n)), nil))
+	if err != nil || res == nil {
+		return dir + "/server.log", "(log unavailable)"
+	}
+	return dir + "/server.log", string(res.Stdout)
 }
 
 // Running describes the server found listening on the port.
@@ -130,13 +151,24 @@ func ParseFind(out string) (*Running, error) {
 	return r, nil
 }
 
-// Transport reaches the server's port on the node's loopback through the
-// SSH connection: the port may be reachable only from the node itself.
+// dialAddr is where the node itself reaches the server: its loopback when
+// it listens on every address (or on "localhost"), else the one address it
+// was told to listen on.
+func (s Server) dialAddr() string {
+	host := "127.0.0.1"
+	if a, err := netip.ParseAddr(s.Host); err == nil && !a.IsUnspecified() {
+		host = a.String()
+	}
+	return net.JoinHostPort(host, strconv.Itoa(s.Port))
+}
+
+// Transport reaches the server's port from the node itself, through the
+// SSH connection: the port may be reachable only from the node.
 func (s Server) Transport() *http.Transport {
 	return &http.Transport{
 		Proxy: nil,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return s.Conn.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)))
+			return s.Conn.DialContext(ctx, "tcp", s.dialAddr())
 		},
 		MaxIdleConns: 2, IdleConnTimeout: 30 * time.Second,
 	}

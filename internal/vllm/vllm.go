@@ -5,6 +5,7 @@
 package vllm
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -20,9 +21,14 @@ type ServeOptions struct {
 	Model      string
 	ServedName string
 	TP, PP     int
+	Host       string // --host; default "0.0.0.0"
 	Port       int
 	ExtraArgs  []string
 }
+
+// DefaultHost is where the provider has vLLM listen unless told otherwise:
+// every address of the head, as the OpenAI endpoint is for other machines.
+const DefaultHost = "0.0.0.0"
 
 // ServeArgv is the argv of `vllm serve`. The API key is never here: it
 // travels in the 0600 environment file as VLLM_API_KEY.
@@ -39,7 +45,7 @@ func ServeArgv(o ServeOptions) []string {
 		"--tensor-parallel-size", strconv.Itoa(o.TP),
 		"--pipeline-parallel-size", strconv.Itoa(o.PP),
 		"--distributed-executor-backend", "ray",
-		"--host", "0.0.0.0",
+		"--host", cmp.Or(o.Host, DefaultHost),
 		"--port", strconv.Itoa(o.Port))
 	return append(argv, o.ExtraArgs...)
 }
@@ -58,7 +64,8 @@ func ParseServeArgv(cmdline string) (ServeOptions, error) {
 	}
 	// The word before "serve" is the vllm command (after an interpreter,
 	// when the kernel ran it through its #! line).
-	o := ServeOptions{Command: "vllm", Model: args[i+1], TP: 1, PP: 1, Port: 8000}
+	// vLLM's --host default is None: every address (vllm/entrypoints/launchers/launcher.py, v0.32.0).
+	o := ServeOptions{Command: "vllm", Model: args[i+1], TP: 1, PP: 1, Host: DefaultHost, Port: 8000}
 	if i > 0 {
 		o.Command = args[i-1]
 	}
@@ -85,7 +92,9 @@ func ParseServeArgv(cmdline string) (ServeOptions, error) {
 			o.PP, err = strconv.Atoi(next())
 		case "--port":
 			o.Port, err = strconv.Atoi(next())
-		case "--host", "--distributed-executor-backend":
+		case "--host":
+			o.Host = next()
+		case "--distributed-executor-backend":
 			next()
 		default:
 			o.ExtraArgs = append(o.ExtraArgs, rest[j])
@@ -144,11 +153,22 @@ func validName(k string) bool {
 	return true
 }
 
-// Dir is where a deployment on port keeps its env file, pid and log (a
-// 0700 directory; the env file in it is 0600).
-func Dir(port int) string {
-	return fmt.Sprintf("/tmp/terraform-provider-spark/vllm-%d", port)
-}
+// DirScript makes, or checks, the private directory where a deployment on
+// port $2 keeps its env file (which holds the API key), pid and log, and
+// prints it: <base>/vllm-<port>, base being $1 or, when $1 is empty,
+// /tmp/terraform-provider-spark-<uid>. The base is per user, and used only
+// when it is a real directory owned by this user: a directory another local
+// user made first (in /tmp anyone can) would let them read the key or
+// replace the env file that the launch sources, running code as this user.
+const DirScript = `base=$1 port=$2
+[ -n "$base" ] || base=/tmp/terraform-provider-spark-$(id -u)
+umask 077
+[ -e "$base" ] || [ -L "$base" ] || mkdir -m 700 -- "$base" 2>/dev/null || true
+if [ -L "$base" ] || [ ! -d "$base" ] || [ ! -O "$base" ]; then
+  echo "$base is not a directory owned by $(id -un) (owner: $(stat -c %U -- "$base" 2>/dev/null || echo none)): another local user may have made it to read the vLLM environment file, which holds the API key, or to run code as $(id -un). Remove it (as its owner or root) and apply again." >&2
+  exit 1
+fi
+chmod 700 -- "$base" && mkdir -p -- "$base/vllm-$port" && chmod 700 -- "$base/vllm-$port" && echo "$base/vllm-$port"`
 
 // LaunchScript starts the server detached from the SSH session. $1 is the
 // state directory, $2 an optional API key file on the node, the rest the
@@ -177,14 +197,15 @@ st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) || st=
 if [ -n "$st" ] && [ "${st%% *}" != Z ] && [ "$(echo "$st" | cut -d' ' -f20)" = "$start" ]; then echo alive; else echo gone; fi`
 
 // StopScript stops the server: SIGTERM to its process group, SIGKILL after
-// $3 seconds, then checks port $2 is closed. $1 is the identity. The server
+// $3 seconds, then checks port $2 is closed, and removes the env file (it
+// holds the API key) from directory $4 when given. $1 is the identity. The server
 // leads its own process group (LaunchScript's setsid); when the leader is
 // already gone — crashed, or killed by hand — members of its group may live
 // on: vLLM's EngineCore (titled "VLLM::EngineCore", so no "vllm serve" in its
 // command line) keeps its Ray placement group, and its GPUs, until it dies.
 // They are ours: the kernel does not reuse a PID while a process group of
 // that number has members.
-const StopScript = `pid=${1%%:*} start=${1#*:} port=$2 grace=$3
+const StopScript = `pid=${1%%:*} start=${1#*:} port=$2 grace=$3 dir=$4
 same() { st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) && [ "${st%% *}" != Z ] && [ "$(echo "$st" | cut -d' ' -f20)" = "$start" ]; }
 group() { [ -n "$pid" ] && pgrep -g "$pid" >/dev/null 2>&1; }
 if [ -n "$pid" ] && same; then
@@ -197,6 +218,7 @@ if group; then
   i=0; while group && [ "$i" -lt "$grace" ]; do sleep 1; i=$((i+1)); done
   group && { kill -KILL "-$pid" 2>/dev/null; sleep 1; }
 fi
+[ -n "$dir" ] && rm -f -- "$dir/env"
 for i in 1 2 3 4 5 6 7 8 9 10; do
   [ -z "$(ss -Hltn "sport = :$port" 2>/dev/null)" ] && exit 0
   sleep 1

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -121,6 +122,9 @@ func TestLaunchStatusStopScripts(t *testing.T) {
 	if o, _ := exec.Command("/bin/sh", "-c", LogTailScript, "sh", dir, "5").Output(); strings.TrimSpace(string(o)) != "hi" {
 		t.Fatalf("log = %q: env file not sourced", o)
 	}
+	if _, err := os.Stat(filepath.Join(dir, "env")); err != nil {
+		t.Fatalf("stop without a directory must leave the env file: %v", err)
+	}
 	// A server that died alone leaves its child in its process group (as
 	// vLLM's EngineCore outlives a killed API server): stop takes it.
 	out, err = exec.Command("/bin/sh", "-c", LaunchScript, "sh", dir, "", "sh", "-c", child+` & exec sleep 30`).Output()
@@ -136,17 +140,70 @@ func TestLaunchStatusStopScripts(t *testing.T) {
 	if o, _ := exec.Command("pgrep", "-f", child).Output(); len(o) == 0 {
 		t.Fatal("test setup: the child should outlive its leader")
 	}
-	if o, err := exec.Command("/bin/sh", "-c", StopScript, "sh", id, "1", "2").CombinedOutput(); err != nil {
+	if o, err := exec.Command("/bin/sh", "-c", StopScript, "sh", id, "1", "2", dir).CombinedOutput(); err != nil {
 		t.Fatalf("stop: %v %s", err, o)
 	}
 	if o, _ := exec.Command("pgrep", "-f", child).Output(); len(o) > 0 {
 		t.Fatalf("the dead server's child (%s) survived stop: pid %s", child, o)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "env")); !os.IsNotExist(err) {
+		t.Fatalf("stop left the env file, which holds the API key: %v", err)
 	}
 	// A reused PID with another start time is not "our" process.
 	pid := strings.SplitN(id, ":", 2)[0]
 	o, _ := exec.Command("/bin/sh", "-c", StatusScript, "sh", pid+":1").Output()
 	if strings.TrimSpace(string(o)) != "gone" {
 		t.Fatal("identity ignores the start time")
+	}
+}
+
+// The private directory is made 0700 for this user, and refused when
+// someone else could have made or redirected it.
+func TestDirScript(t *testing.T) {
+	run := func(base string) (string, error) {
+		out, err := exec.Command("/bin/sh", "-c", DirScript, "sh", base, "8000").CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	base := filepath.Join(t.TempDir(), "tps")
+	dir, err := run(base)
+	if err != nil || dir != base+"/vllm-8000" {
+		t.Fatalf("fresh base: %q %v", dir, err)
+	}
+	for _, p := range []string{base, dir} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Fatalf("%s: mode %v %v, want 0700", p, fi.Mode(), err)
+		}
+	}
+	// Made loose by someone: tightened again.
+	if err := os.Chmod(base, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(base); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(base); fi.Mode().Perm() != 0o700 {
+		t.Fatalf("mode %v after a second run, want 0700", fi.Mode())
+	}
+	// A symlink (to a directory someone else controls) is refused.
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(t.TempDir(), link); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(link); err == nil || !strings.Contains(out, "is not a directory owned by") {
+		t.Fatalf("symlinked base accepted: %q %v", out, err)
+	}
+	// A directory another user owns is refused (root can make one here).
+	if os.Geteuid() == 0 {
+		other := filepath.Join(t.TempDir(), "other")
+		if err := os.Mkdir(other, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(other, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := run(other); err == nil || !strings.Contains(out, "another local user") {
+			t.Fatalf("another user's base accepted: %q %v", out, err)
+		}
 	}
 }
 
