@@ -261,11 +261,8 @@ func LabelValue(k, v string) error {
 // binds every interface of the head (--host 0.0.0.0), so the head's GCS
 // port is taken and the server would exit on "address already in use".
 func ServePort(port int64, rayAddress string) error {
-	ap, err := netip.ParseAddrPort(rayAddress)
-	if err != nil {
-		return nil // HostPort reports it
-	}
-	if int64(ap.Port()) == port {
+	// An address that does not parse is HostPort's to report.
+	if ap, err := netip.ParseAddrPort(rayAddress); err == nil && int64(ap.Port()) == port {
 		return fmt.Errorf("port = %d is the GCS port of the Ray head this server joins (ray_address = %q), and vLLM binds every "+
 			"interface of the head: choose another port, e.g. 8000", port, rayAddress)
 	}
