@@ -125,6 +125,20 @@ func (c *Conn) acquire(ctx context.Context) (func(), error) {
 	return func() { <-c.sessions; <-c.pool.parallel }, nil
 }
 
+// acquireSession takes a session of this connection only (sshd's
+// MaxSessions is per connection), not one of the provider-wide max_parallel
+// slots: a held lock lasts the whole operation, and the work it protects
+// needs those slots (with as many locks as slots, every command would wait
+// until the timeout).
+func (c *Conn) acquireSession(ctx context.Context) (func(), error) {
+	select {
+	case c.sessions <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return func() { <-c.sessions }, nil
+}
+
 // Run runs cmd and waits. A non-zero exit is an *Error carrying the exit
 // status and the tail of stderr; Result is returned either way.
 func (c *Conn) Run(ctx context.Context, cmd Cmd) (*Result, error) {
@@ -229,7 +243,7 @@ func (h *Held) Release() {
 // before printing ready, its exit status and stderr are the error.
 func (c *Conn) Hold(ctx context.Context, cmd Cmd, ready string) (*Held, error) {
 	fail := func(err error) error { return &Error{Host: c.addr, Step: cmd.Step, ExitStatus: -1, Err: err} }
-	release, err := c.acquire(ctx)
+	release, err := c.acquireSession(ctx)
 	if err != nil {
 		return nil, fail(err)
 	}

@@ -386,6 +386,30 @@ func TestMaxParallelBoundsSessions(t *testing.T) {
 	}
 }
 
+// Held locks do not take max_parallel slots: with as many locks held as
+// slots, commands still run.
+func TestHeldLocksLeaveParallelSlotsFree(t *testing.T) {
+	f := newFixture(t)
+	f.trust(t, f.srv)
+	p := f.pool(t, func(c *Config) { c.MaxParallel = 2 })
+	c, err := p.Get(context.Background(), f.srv.endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		h, err := c.Hold(context.Background(), Cmd{Step: "lock", Argv: Script(`echo ready; cat >/dev/null`)}, "ready")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Release()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := c.Run(ctx, Cmd{Step: "work", Argv: []string{"true"}}); err != nil {
+		t.Fatalf("a command waited behind held locks: %v", err)
+	}
+}
+
 func TestRunQuotesArgvAndReportsFailure(t *testing.T) {
 	f := newFixture(t)
 	f.trust(t, f.srv)
