@@ -95,6 +95,8 @@ func (d *nodeDataSource) Configure(_ context.Context, req datasource.ConfigureRe
 }
 
 func (d *nodeDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	ctx, cancel := providerdata.WithReadDeadline(ctx)
+	defer cancel()
 	var m nodeModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() {

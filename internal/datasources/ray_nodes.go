@@ -83,6 +83,8 @@ func (d *rayNodesDataSource) Configure(_ context.Context, req datasource.Configu
 }
 
 func (d *rayNodesDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	ctx, cancel := providerdata.WithReadDeadline(ctx)
+	defer cancel()
 	var m rayNodesModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() {

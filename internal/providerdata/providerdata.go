@@ -4,7 +4,9 @@
 package providerdata
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -84,4 +86,18 @@ func NodeAccessDataSourceAttributes() map[string]dschema.Attribute {
 			Validators: []validator.String{HostKey},
 		},
 	}
+}
+
+// ReadDeadline bounds one plan or refresh: reading nodes never changes
+// them, so a node that does not answer within it (a hung nvidia-smi, a
+// frozen host) fails the plan, naming the node and the step, instead of
+// hanging it. Generous for what a read does (a few seconds), short for a
+// person waiting on `terraform plan`.
+const ReadDeadline = 90 * time.Second
+
+// WithReadDeadline is ctx bounded by ReadDeadline; a command cut off by it
+// reports why (transport reports context.Cause).
+func WithReadDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, ReadDeadline,
+		fmt.Errorf("no answer within %s, the provider's deadline for reading a node during plan or refresh", ReadDeadline))
 }

@@ -54,6 +54,8 @@ func (r *rayClusterResource) Configure(_ context.Context, req resource.Configure
 // Ray will register for each node (planned as a known value) and turns the
 // preflight rules' findings into diagnostics.
 func (r *rayClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	ctx, cancel := providerdata.WithReadDeadline(ctx)
+	defer cancel()
 	if req.Plan.Raw.IsNull() || r.mgr == nil {
 		return // destroy, or the provider could not be configured (it said why)
 	}
@@ -347,6 +349,8 @@ func fill(m *clusterModel, t ray.Table) {
 }
 
 func (r *rayClusterResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	ctx, cancel := providerdata.WithReadDeadline(ctx)
+	defer cancel()
 	var state clusterModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {

@@ -302,6 +302,8 @@ func (p placementPlan) set(m *vllmModel) {
 }
 
 func (r *vllmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	ctx, cancel := providerdata.WithReadDeadline(ctx)
+	defer cancel()
 	if req.Plan.Raw.IsNull() || r.pool == nil {
 		return
 	}
@@ -525,6 +527,8 @@ func (r *vllmResource) Create(ctx context.Context, req resource.CreateRequest, r
 }
 
 func (r *vllmResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	ctx, cancel := providerdata.WithReadDeadline(ctx)
+	defer cancel()
 	var m vllmModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() {

@@ -114,13 +114,13 @@ func (c *Conn) acquire(ctx context.Context) (func(), error) {
 	select {
 	case c.pool.parallel <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, context.Cause(ctx)
 	}
 	select {
 	case c.sessions <- struct{}{}:
 	case <-ctx.Done():
 		<-c.pool.parallel
-		return nil, ctx.Err()
+		return nil, context.Cause(ctx)
 	}
 	return func() { <-c.sessions; <-c.pool.parallel }, nil
 }
@@ -134,7 +134,7 @@ func (c *Conn) acquireSession(ctx context.Context) (func(), error) {
 	select {
 	case c.sessions <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, context.Cause(ctx)
 	}
 	return func() { <-c.sessions }, nil
 }
@@ -171,7 +171,7 @@ func (c *Conn) Run(ctx context.Context, cmd Cmd) (*Result, error) {
 	case <-ctx.Done():
 		_ = s.Signal(ssh.SIGKILL)
 		_ = s.Close()
-		return nil, fail(ctx.Err())
+		return nil, fail(context.Cause(ctx))
 	}
 	res := &Result{Stdout: out.Bytes(), Stderr: errb.Bytes()}
 	var exit *ssh.ExitError

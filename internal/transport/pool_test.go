@@ -442,11 +442,18 @@ func TestRunHonoursContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	why := errors.New("no answer within the plan's deadline")
+	ctx, cancel := context.WithTimeoutCause(context.Background(), 200*time.Millisecond, why)
 	defer cancel()
 	start := time.Now()
-	_, err = c.Run(ctx, Cmd{Step: "wait", Argv: []string{"sleep", "30"}})
-	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
+	_, err = c.Run(ctx, Cmd{Step: "read node facts", Argv: []string{"sleep", "30"}})
+	// The error names the node, the step and why it stopped.
+	for _, want := range []string{f.srv.endpoint().addr(), "read node facts", why.Error()} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not name %q: %v", want, err)
+		}
+	}
+	if !errors.Is(err, why) || time.Since(start) > 5*time.Second {
 		t.Fatalf("want a prompt deadline error, got %v after %s", err, time.Since(start))
 	}
 }
