@@ -93,13 +93,26 @@ func (r *rayClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 			}
 		}
 	}
+	// Nothing starts when the cluster is kept and every node in the plan
+	// runs as it is: then the checks, which guard starting Ray, warn.
+	startsNothing := !creating && opts.HeadRunning && len(opts.Known) == 1+len(plan.Workers)
+	var found diag.Diagnostics
 	p, err := r.mgr.PlanCluster(ctx, spec, opts)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read the nodes for this plan", err.Error())
+		found.AddError("Cannot read the nodes for this plan", err.Error())
+	} else {
+		addPreflight(&found, p.Diagnostics)
+	}
+	if found.HasError() && startsNothing {
+		resp.Diagnostics.Append(keptRunning(found)...)
+		keepFromState(&plan, state)
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 		return
 	}
-	addPreflight(&resp.Diagnostics, p.Diagnostics)
-	if resp.Diagnostics.HasError() {
+	if state != nil {
+		found = withHint(found, destroyHint)
+	}
+	if resp.Diagnostics.Append(found...); resp.Diagnostics.HasError() {
 		return
 	}
 	if !creating && p.HeadIP != state.Head.RegisteredIP.ValueString() {
@@ -151,6 +164,27 @@ func (r *rayClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 		planNode(name, w, old, kept)
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// keepFromState plans a cluster that changes nothing as the state has it.
+func keepFromState(plan, state *clusterModel) {
+	plan.ID, plan.HeadAddress, plan.RayVersion = state.ID, state.HeadAddress, state.RayVersion
+	keep := func(n, old *rayNodeModel) {
+		n.RegisteredIP, n.Alive, n.NodeID = old.RegisteredIP, old.Alive, old.NodeID
+		if n.NumGPUs.IsUnknown() {
+			n.NumGPUs = old.NumGPUs
+		}
+		if n.Resources.IsUnknown() {
+			n.Resources = old.Resources
+		}
+		if n.Labels.IsUnknown() {
+			n.Labels = old.Labels
+		}
+	}
+	keep(plan.Head, state.Head)
+	for name, w := range plan.Workers {
+		keep(w, state.Workers[name])
+	}
 }
 
 // sameNodeIP: the new node_ip keeps what Ray registered. Setting node_ip to
@@ -370,7 +404,7 @@ func (r *rayClusterResource) Read(ctx context.Context, req resource.ReadRequest,
 	t, err := r.mgr.Snapshot(ctx, spec, state.gcsAddr())
 	if err != nil {
 		// Unreachable is not gone: keep the state, say why.
-		resp.Diagnostics.AddError("Cannot read the Ray cluster", err.Error())
+		resp.Diagnostics.AddError("Cannot read the Ray cluster", err.Error()+goneHint)
 		return
 	}
 	if !t.GCSUp {
@@ -466,6 +500,14 @@ func (r *rayClusterResource) Update(ctx context.Context, req resource.UpdateRequ
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	var removed []string
+	for name := range state.Workers {
+		if _, ok := plan.Workers[name]; !ok {
+			removed = append(removed, name)
+		}
+	}
+	sort.Strings(removed)
+	resp.Diagnostics.Append(r.dropUnreachable(ctx, &old, removed)...)
 	release, err := r.mgr.Lock(ctx, raycluster.Holder(), allEndpoints(spec, old)...)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot lock the nodes", err.Error())
@@ -479,6 +521,9 @@ func (r *rayClusterResource) Update(ctx context.Context, req resource.UpdateRequ
 	var stop, start []string
 	for name, w := range state.Workers {
 		nw, ok := plan.Workers[name]
+		if _, reachable := old.Workers[name]; !reachable {
+			continue // removed, unreachable, warned about
+		}
 		if !ok || !sameNode(w, nw) || !w.Alive.ValueBool() {
 			if err := r.mgr.Stop(ctx, old, old.Workers[name]); err != nil {
 				resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(name), "Cannot stop Ray worker", err.Error())
@@ -548,9 +593,10 @@ func (r *rayClusterResource) Delete(ctx context.Context, req resource.DeleteRequ
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	resp.Diagnostics.Append(r.dropUnreachable(ctx, &spec, spec.WorkerNames())...)
 	release, err := r.mgr.Lock(ctx, raycluster.Holder(), allEndpoints(spec)...)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot lock the nodes", err.Error())
+		resp.Diagnostics.AddError("Cannot lock the nodes", err.Error()+goneHint)
 		return
 	}
 	defer release()
@@ -562,7 +608,7 @@ func (r *rayClusterResource) Delete(ctx context.Context, req resource.DeleteRequ
 			defer wg.Done()
 			if err := r.mgr.Stop(ctx, spec, spec.Workers[name]); err != nil {
 				mu.Lock()
-				resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(name), "Cannot stop Ray worker", err.Error())
+				resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(name), "Cannot stop Ray worker", err.Error()+goneHint)
 				mu.Unlock()
 			}
 		}()
@@ -572,8 +618,38 @@ func (r *rayClusterResource) Delete(ctx context.Context, req resource.DeleteRequ
 		return
 	}
 	if err := r.mgr.Stop(ctx, spec, spec.Head); err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("head"), "Cannot stop the Ray head", err.Error())
+		resp.Diagnostics.AddAttributeError(path.Root("head"), "Cannot stop the Ray head", err.Error()+goneHint)
 	}
+}
+
+// dropUnreachable takes the named workers that cannot be reached at all out
+// of spec, with a warning each: a worker that is being removed, or whose
+// cluster is being destroyed, must not hold the operation hostage. Ray on
+// such a worker, if it still runs, stops by itself once it has lost its
+// head's GCS for gcs_rpc_server_reconnect_timeout_s (60 s by default, Ray's
+// src/ray/common/ray_config_def.h); and it is no longer in state.
+func (r *rayClusterResource) dropUnreachable(ctx context.Context, spec *raycluster.Spec, names []string) diag.Diagnostics {
+	var diags diag.Diagnostics
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = r.mgr.Pool.Get(ctx, spec.Workers[name].Endpoint)
+		}()
+	}
+	wg.Wait()
+	for i, name := range names {
+		if !transport.Unreachable(errs[i]) {
+			continue
+		}
+		diags.AddAttributeWarning(path.Root("workers").AtMapKey(name), "Worker unreachable: Ray on it was not stopped",
+			fmt.Sprintf("%v.\n\nWorker %s is removed from state anyway. If Ray still runs there, it stops by itself about a minute "+
+				"after it loses the head; if the node comes back with Ray running, run `ray stop` there.", errs[i], name))
+		delete(spec.Workers, name)
+	}
+	return diags
 }
 
 // ImportState takes the head's ssh_host, optionally followed by workers as

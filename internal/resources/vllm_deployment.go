@@ -339,8 +339,23 @@ func (r *vllmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 		return
 	}
-	concluded := r.check(ctx, &plan, ownGPUs(state), &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
+	var found diag.Diagnostics
+	concluded := r.check(ctx, &plan, ownGPUs(state), &found)
+	if found.HasError() && state != nil && !needsRestart(state, &plan) && state.Status.ValueString() == statusServing {
+		// The placement rules guard a launch, and this plan launches
+		// nothing: the server keeps serving, the finding is a warning, and
+		// what the last plan concluded stands.
+		resp.Diagnostics.Append(keptRunning(found)...)
+		plan.PlacementIP, plan.VLLMVersion, plan.Executor, plan.PlacementPinned =
+			state.PlacementIP, state.VLLMVersion, state.Executor, state.PlacementPinned
+		plan.ProcessIdentity = state.ProcessIdentity
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		return
+	}
+	if state != nil {
+		found = withHint(found, destroyHint)
+	}
+	if resp.Diagnostics.Append(found...); resp.Diagnostics.HasError() {
 		return
 	}
 	concluded.set(&plan)
@@ -536,7 +551,7 @@ func (r *vllmResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 	}
 	srv, err := r.server(ctx, &m)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot reach the head", err.Error()) // state kept
+		resp.Diagnostics.AddError("Cannot reach the head", err.Error()+goneHint) // state kept
 		return
 	}
 	if m.ProcessIdentity.IsNull() { // import
@@ -556,7 +571,7 @@ func (r *vllmResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 	}
 	alive, err := srv.Alive(ctx, m.ProcessIdentity.ValueString())
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read the vLLM process", err.Error())
+		resp.Diagnostics.AddError("Cannot read the vLLM process", err.Error()+goneHint)
 		return
 	}
 	switch {
@@ -679,11 +694,11 @@ func (r *vllmResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 	defer cancel()
 	srv, err := r.server(ctx, &m)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot reach the head", err.Error())
+		resp.Diagnostics.AddError("Cannot reach the head", err.Error()+goneHint)
 		return
 	}
 	if err := srv.Stop(ctx, m.ProcessIdentity.ValueString(), 10*time.Second); err != nil {
-		resp.Diagnostics.AddError("Cannot stop vLLM", err.Error())
+		resp.Diagnostics.AddError("Cannot stop vLLM", err.Error()+goneHint)
 	}
 }
 

@@ -113,3 +113,11 @@ func keyscanTarget(hostport string) string {
 	}
 	return "-p " + port + " " + host
 }
+
+// Unreachable reports whether err is a failure to reach the host at all
+// (no TCP connection, or no SSH handshake before the connect timeout), as
+// opposed to a refused key or a command that failed on the host.
+func Unreachable(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.ExitStatus < 0 && (e.Step == "connect" || e.Step == "handshake")
+}

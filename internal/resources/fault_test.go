@@ -1,0 +1,127 @@
+package resources_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/acctest"
+	"github.com/lab-infra/terraform-provider-spark/internal/lab"
+)
+
+// hideIP takes iproute2 away on a node (Ray does not use it; the plan's
+// node facts do) and returns how to put it back.
+func hideIP(t *testing.T, n lab.Node) func() {
+	t.Helper()
+	ctx := context.Background()
+	if out, err := lab.Exec(ctx, n, "sh", "-c", `p=$(command -v ip) && mv "$p" "$p.hidden" && echo "$p"`); err != nil || strings.TrimSpace(out) == "" {
+		t.Fatalf("hide ip on %s: %v %s", n.Name, err, out)
+	}
+	return func() {
+		if out, err := lab.Exec(ctx, n, "sh", "-c", `for d in /usr/sbin /sbin /usr/bin /bin; do [ -e "$d/ip.hidden" ] && mv "$d/ip.hidden" "$d/ip"; done; command -v ip`); err != nil {
+			t.Errorf("restore ip on %s: %v %s", n.Name, err, out)
+		}
+	}
+}
+
+// A check that fails on a cluster the plan leaves as it is warns instead of
+// failing: a plan (and so the refresh `terraform destroy` starts with) goes
+// through; a plan that would start something is still refused, and its error
+// says how to destroy anyway.
+func TestAccRayCluster_failingCheckDoesNotBlockAnUnchangedCluster(t *testing.T) {
+	l := acctest.Lab(t)
+	w := l.Nodes[1]
+	base := clusterConfig(l, "", map[string]string{w.Name: ""})
+	relabelled := strings.Replace(base, "      num_gpus = 1\n", "      num_gpus = 1\n      labels   = { rack = \"r2\" }\n", 1)
+	var restore func()
+	t.Cleanup(func() {
+		if restore != nil {
+			restore()
+		}
+	})
+	r := newRefusals(t, l)
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy:             noRayLeft(l),
+		Steps: append([]resource.TestStep{
+			{Config: base},
+			{
+				// Nothing to start: the broken facts read is a warning and
+				// the plan is empty (PlanOnly fails on any change or error).
+				PreConfig: func() { restore = hideIP(t, w) },
+				Config:    base,
+				PlanOnly:  true,
+			},
+		}, append(r.steps(resource.TestStep{
+			// Restarting the worker needs its facts: refused, with the way to destroy anyway.
+			Config:      relabelled,
+			ExpectError: regexp.MustCompile(`(?s)printed no interfaces.*terraform\s+destroy\s+-refresh=false`),
+		}), r.then(resource.TestStep{
+			// iproute2 back: the plan is clean again and empty.
+			PreConfig: func() { restore(); restore = nil },
+			Config:    base,
+			PlanOnly:  true,
+		}))...),
+	})
+}
+
+// A worker that cannot be reached at all does not hold a destroy hostage:
+// the head is stopped, the worker is warned about, and Ray on the worker,
+// cut off from its head, stops by itself.
+func TestAccRayCluster_destroyWithUnreachableWorker(t *testing.T) {
+	l := acctest.Lab(t)
+	head, w := l.Nodes[0], l.Nodes[1]
+	ctx := context.Background()
+	// On the fabric, Ray does not notice the worker's external (SSH) network going.
+	config := clusterConfig(l, head.FabricIP, map[string]string{w.Name: w.FabricIP})
+	cut := false
+	t.Cleanup(func() {
+		if cut {
+			if err := lab.Connect(ctx, w, lab.ExternalNetwork); err != nil {
+				t.Errorf("reconnect %s: %v", w.Name, err)
+			}
+		}
+	})
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy: func(s *terraform.State) error {
+			if out, err := acctest.NodeProcesses(head); err != nil || out != "" {
+				return fmt.Errorf("Ray still running on the head after destroy: %v\n%s", err, out)
+			}
+			// The worker's raylet gives up on the GCS after
+			// gcs_rpc_server_reconnect_timeout_s (60 s): wait, bounded.
+			deadline := time.Now().Add(150 * time.Second)
+			for {
+				out, err := acctest.NodeProcesses(w)
+				if err == nil && out == "" {
+					return nil
+				}
+				if time.Now().After(deadline) {
+					return fmt.Errorf("Ray still running on the unreachable worker %s 150 s after its head stopped: %v\n%s", w.Name, err, out)
+				}
+				time.Sleep(5 * time.Second)
+			}
+		},
+		Steps: []resource.TestStep{
+			{Config: config},
+			{
+				PreConfig: func() {
+					if err := lab.Disconnect(ctx, w, lab.ExternalNetwork); err != nil {
+						t.Fatal(err)
+					}
+					cut = true
+				},
+				Config:  config,
+				Destroy: true,
+			},
+		},
+	})
+}

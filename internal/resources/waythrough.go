@@ -1,0 +1,60 @@
+package resources
+
+import (
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+)
+
+// Terraform's `destroy` first refreshes with a normal plan (its own source,
+// internal/terraform/context_plan.go, destroyPlan: "A normal plan is required
+// here to refresh the state", PreDestroyRefresh), and nothing in the
+// provider protocol says a plan is that one. So a check that fails at plan
+// would also block `destroy`. Two ways through:
+//   - a check that only guards starting something is a warning when the
+//     plan starts nothing (keptRunning): an unchanged resource never blocks;
+//   - every error a plan or refresh still raises ends with destroyHint.
+
+// destroyHint is the one line that says how to destroy anyway.
+const destroyHint = "\n\nDestroying? This check runs in the refresh before a destroy too: " +
+	"`terraform destroy -refresh=false` (or `tofu destroy -refresh=false`) skips it."
+
+// goneHint is the way out when a node is unreachable for good.
+const goneHint = "\n\nIf the node is gone for good, `terraform state rm <address>` forgets this resource " +
+	"without touching any node (Ray on the nodes that remain stops when its head does)."
+
+// withHint returns diags with hint appended to every error's detail.
+func withHint(diags diag.Diagnostics, hint string) diag.Diagnostics {
+	out := make(diag.Diagnostics, 0, len(diags))
+	for _, d := range diags {
+		if d.Severity() != diag.SeverityError {
+			out = append(out, d)
+			continue
+		}
+		if p, ok := d.(diag.DiagnosticWithPath); ok {
+			out = append(out, diag.NewAttributeErrorDiagnostic(p.Path(), d.Summary(), d.Detail()+hint))
+			continue
+		}
+		out = append(out, diag.NewErrorDiagnostic(d.Summary(), d.Detail()+hint))
+	}
+	return out
+}
+
+// keptRunning turns the errors of checks that guard a start into warnings,
+// for a plan that starts nothing: what runs keeps running, and the finding
+// is shown for the next start.
+func keptRunning(diags diag.Diagnostics) diag.Diagnostics {
+	const why = "Nothing is started or restarted by this plan, so this is not an error now; " +
+		"a plan that starts or restarts it will refuse it until it is fixed.\n\n"
+	out := make(diag.Diagnostics, 0, len(diags))
+	for _, d := range diags {
+		if d.Severity() != diag.SeverityError {
+			out = append(out, d)
+			continue
+		}
+		if p, ok := d.(diag.DiagnosticWithPath); ok {
+			out = append(out, diag.NewAttributeWarningDiagnostic(p.Path(), d.Summary(), why+d.Detail()))
+			continue
+		}
+		out = append(out, diag.NewWarningDiagnostic(d.Summary(), why+d.Detail()))
+	}
+	return out
+}

@@ -1,0 +1,53 @@
+package resources
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+)
+
+func sample() diag.Diagnostics {
+	var d diag.Diagnostics
+	d.AddAttributeError(path.Root("host_ip"), "Placement pinned to an unregistered address", "detail A")
+	d.AddError("Cannot read the nodes for this plan", "detail B")
+	d.AddWarning("Ray dashboard exposed", "detail C")
+	return d
+}
+
+func TestWithHintEndsEveryErrorWithTheWayOut(t *testing.T) {
+	got := withHint(sample(), destroyHint)
+	if len(got) != 3 || got.ErrorsCount() != 2 || got.WarningsCount() != 1 {
+		t.Fatalf("severities changed: %v", got)
+	}
+	for _, d := range got.Errors() {
+		if !strings.HasSuffix(d.Detail(), destroyHint) || !strings.Contains(d.Detail(), "detail") {
+			t.Errorf("%q: detail %q lacks the hint or its own text", d.Summary(), d.Detail())
+		}
+	}
+	if p, ok := got.Errors()[0].(diag.DiagnosticWithPath); !ok || !p.Path().Equal(path.Root("host_ip")) {
+		t.Errorf("the attribute path was lost: %v", got.Errors()[0])
+	}
+	if w := got.Warnings()[0]; strings.Contains(w.Detail(), "destroy") {
+		t.Errorf("a warning got the hint: %q", w.Detail())
+	}
+}
+
+func TestKeptRunningDemotesErrorsOnly(t *testing.T) {
+	got := keptRunning(sample())
+	if got.HasError() || got.WarningsCount() != 3 {
+		t.Fatalf("want three warnings, got %v", got)
+	}
+	for i, want := range []string{"detail A", "detail B"} {
+		if d := got[i].Detail(); !strings.Contains(d, "Nothing is started") || !strings.HasSuffix(d, want) {
+			t.Errorf("%q: %q", got[i].Summary(), d)
+		}
+	}
+	if p, ok := got[0].(diag.DiagnosticWithPath); !ok || !p.Path().Equal(path.Root("host_ip")) {
+		t.Errorf("the attribute path was lost: %v", got[0])
+	}
+	if got[2].Detail() != "detail C" {
+		t.Errorf("a warning was changed: %q", got[2].Detail())
+	}
+}
