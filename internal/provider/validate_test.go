@@ -1,4 +1,4 @@
-package provider
+package provider_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/provider"
 )
 
 // These tests send configurations through the provider's own gRPC surface,
@@ -155,7 +157,7 @@ func with(base map[string]any, kv ...any) map[string]any {
 }
 
 func TestValidateRefusesBadInput(t *testing.T) {
-	srv := providerserver.NewProtocol6(New("test")())()
+	srv := providerserver.NewProtocol6(provider.New("test")())()
 	schemas, err := srv.GetProviderSchema(context.Background(), &tfprotov6.GetProviderSchemaRequest{})
 	if err != nil {
 		t.Fatal(err)

@@ -91,11 +91,20 @@ func StartArgv(o StartOptions) ([]string, error) {
 }
 
 // StopArgv stops every Ray process on the node and then checks none is left.
+// A `ray start` still running (an apply interrupted while it ran: it is
+// detached from the SSH session by setsid, so cancelling the session does
+// not end it) is ended first, or it would go on spawning what ray stop just
+// stopped. The node lock keeps another apply's ray start off this node.
 func StopArgv(rayCommand string) []string {
 	if rayCommand == "" {
 		rayCommand = "ray"
 	}
-	return []string{"sh", "-c", `"$1" stop --grace-period 10 >/dev/null 2>&1
+	return []string{"sh", "-c", `starting='(^|/)ray start( |$)'
+if pkill -TERM -f -- "$starting" 2>/dev/null; then
+  for i in 1 2 3 4 5 6 7 8 9 10; do pgrep -f -- "$starting" >/dev/null || break; sleep 1; done
+  pkill -KILL -f -- "$starting" 2>/dev/null
+fi
+"$1" stop --grace-period 10 >/dev/null 2>&1
 for i in 1 2 3 4 5 6 7 8 9 10; do
   pgrep -x raylet >/dev/null || pgrep -x gcs_server >/dev/null || exit 0
   sleep 1

@@ -94,7 +94,7 @@ func TestAccRayCluster_destroyWithUnreachableWorker(t *testing.T) {
 		ProtoV6ProviderFactories: acctest.Factories,
 		CheckDestroy: func(s *terraform.State) error {
 			if out, err := acctest.NodeProcesses(head); err != nil || out != "" {
-				return fmt.Errorf("Ray still running on the head after destroy: %v\n%s", err, out)
+				return fmt.Errorf("Ray still running on the head after destroy: %w\n%s", err, out)
 			}
 			// The worker's raylet gives up on the GCS after
 			// gcs_rpc_server_reconnect_timeout_s (60 s): wait, bounded.
@@ -105,7 +105,7 @@ func TestAccRayCluster_destroyWithUnreachableWorker(t *testing.T) {
 					return nil
 				}
 				if time.Now().After(deadline) {
-					return fmt.Errorf("Ray still running on the unreachable worker %s 150 s after its head stopped: %v\n%s", w.Name, err, out)
+					return fmt.Errorf("Ray still running on the unreachable worker %s 150 s after its head stopped: %w\n%s", w.Name, err, out)
 				}
 				time.Sleep(5 * time.Second)
 			}

@@ -236,14 +236,20 @@ func (r *rayClusterResource) Create(ctx context.Context, req resource.CreateRequ
 	}
 	defer release()
 
-	started := []raycluster.NodeSpec{}
+	// The head counts as started from the moment its ray start is sent: an
+	// apply interrupted while it runs (Ctrl-C cancels ctx) stops it too.
+	started := []raycluster.NodeSpec{spec.Head}
 	rollback := func() {
-		// Nothing half-started: stop what this apply started, workers first.
+		// Nothing half-started: stop what this apply started, workers first,
+		// even when the apply was cancelled (bounded, on a fresh context).
 		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
 		for i := len(started) - 1; i >= 0; i-- {
 			if err := r.mgr.Stop(bg, spec, started[i]); err != nil {
 				tflog.Warn(ctx, "rollback: could not stop Ray", map[string]any{"node": started[i].Name, "error": err.Error()})
+				resp.Diagnostics.AddWarning("Rollback could not stop Ray on "+started[i].Name,
+					fmt.Sprintf("%v\n\nRay may still run on %s (%s): the next plan finds it holding the GCS port; stop it there with `ray stop`, "+
+						"or run the apply again once the node answers.", err, started[i].Name, started[i].Endpoint.Host))
 			}
 		}
 	}
@@ -253,7 +259,6 @@ func (r *rayClusterResource) Create(ctx context.Context, req resource.CreateRequ
 		resp.Diagnostics.AddAttributeError(path.Root("head"), "Cannot start the Ray head", err.Error())
 		return
 	}
-	started = append(started, spec.Head)
 	want := map[string]string{raycluster.HeadName: p.HeadIP}
 	if _, err := r.mgr.WaitRegistered(ctx, spec, gcsAddr, want, p.Hostnames); err != nil {
 		rollback()
