@@ -18,12 +18,19 @@ import (
 // to its attribute (the checks themselves are tested in package inputs).
 // Nothing here reaches a node.
 
+// unknown stands for a value Terraform does not know yet at validate (a
+// reference to another resource's computed attribute).
+var unknown = &struct{ unknown bool }{true}
+
 // value builds a configuration value of type t from plain Go values; what
 // an object leaves out is null.
 func value(t *testing.T, typ tftypes.Type, v any) tftypes.Value {
 	t.Helper()
 	if v == nil {
 		return tftypes.NewValue(typ, nil)
+	}
+	if v == unknown {
+		return tftypes.NewValue(typ, tftypes.UnknownValue)
 	}
 	switch typ := typ.(type) {
 	case tftypes.Object:
@@ -197,6 +204,10 @@ func TestValidateRefusesBadInput(t *testing.T) {
 		{"cluster: run_args --network", "resource", "spark_ray_cluster", container("run_args", []any{"--network=bridge"}), "host's network", ""},
 		{"cluster: container ray_command", "resource", "spark_ray_cluster", container("ray_command", ""), "is empty", ""},
 
+		{"vllm: runtime and ray_address from the cluster", "resource", "spark_vllm_deployment",
+			with(vllm, "runtime", unknown, "ray_address", unknown, "head", unknown, "api_key_wo", "k"), "", ""},
+		{"cluster: values from elsewhere", "resource", "spark_ray_cluster",
+			with(cluster, "env", unknown, "runtime", unknown, "workers", unknown, "start_args", unknown), "", ""},
 		{"vllm: valid", "resource", "spark_vllm_deployment", with(vllm, "extra_args", []any{"--enforce-eager", "--max-model-len", "512", ""},
 			"env", map[string]any{"HF_TOKEN": "x"}, "api_key_wo", "k"), "", ""},
 		{"vllm: empty model", "resource", "spark_vllm_deployment", with(vllm, "model", ""), "give a model", ""},

@@ -368,9 +368,15 @@ func (r *vllmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 }
 
 // ValidateConfig runs the checks that compare attributes with each other.
+// Only the attributes these checks read are read: others (runtime, head)
+// are often unknown at validate, being references to the cluster.
 func (r *vllmResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	var m vllmModel
-	if resp.Diagnostics.Append(req.Config.Get(ctx, &m)...); resp.Diagnostics.HasError() {
+	for name, dst := range map[string]any{"port": &m.Port, "ray_address": &m.RayAddress, "host": &m.Host,
+		"api_key_wo": &m.APIKeyWO, "api_key_file": &m.APIKeyFile, "env": &m.Env} {
+		resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(name), dst)...)
+	}
+	if resp.Diagnostics.HasError() {
 		return
 	}
 	checkServePort(m, &resp.Diagnostics)
