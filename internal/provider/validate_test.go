@@ -218,6 +218,7 @@ func TestValidateRefusesBadInput(t *testing.T) {
 		{"vllm: empty api key", "resource", "spark_vllm_deployment", with(vllm, "api_key_wo", ""), "serves without authentication", ""},
 		{"vllm: api_key_file", "resource", "spark_vllm_deployment", with(vllm, "api_key_file", ""), "is empty", ""},
 		{"vllm: vllm_command", "resource", "spark_vllm_deployment", with(vllm, "vllm_command", "-m"), "reads as an option", ""},
+		{"vllm: secret_env_wo key", "resource", "spark_vllm_deployment", with(vllm, "secret_env_wo", map[string]any{"HF TOKEN": "x"}), "not an environment variable name", ""},
 		{"vllm: env key", "resource", "spark_vllm_deployment", with(vllm, "env", map[string]any{"1X": "y"}), "not an environment variable name", ""},
 		{name: "vllm: every address, no key", kind: "resource", typ: "spark_vllm_deployment", config: vllm, warn: "anyone who reaches the head's port"},
 		{"vllm: every address, key in env", "resource", "spark_vllm_deployment", with(vllm, "env", map[string]any{"VLLM_API_KEY": "k"}), "", ""},

@@ -66,6 +66,8 @@ type vllmModel struct {
 	APIKeyWO        types.String   `tfsdk:"api_key_wo"`
 	APIKeyWOVersion types.Int64    `tfsdk:"api_key_wo_version"`
 	APIKeyFile      types.String   `tfsdk:"api_key_file"`
+	SecretEnvWO     types.Map      `tfsdk:"secret_env_wo"`
+	SecretEnvWOVer  types.Int64    `tfsdk:"secret_env_wo_version"`
 	Env             types.Map      `tfsdk:"env"`
 	ExtraArgs       types.List     `tfsdk:"extra_args"`
 	VLLMCommand     types.String   `tfsdk:"vllm_command"`
@@ -140,6 +142,12 @@ func (r *vllmResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 			"api_key_wo_version": schema.Int64Attribute{Optional: true, MarkdownDescription: "Change to restart with a new `api_key_wo`."},
 			"api_key_file": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.Path},
 				MarkdownDescription: "Alternative to `api_key_wo` for older CLIs: a file on the head holding the key, read there at launch."},
+			"secret_env_wo": schema.MapAttribute{Optional: true, Sensitive: true, WriteOnly: true, ElementType: types.StringType,
+				Validators: []validator.Map{providerdata.Env},
+				MarkdownDescription: "Secret environment for `vllm serve` (e.g. `HF_TOKEN`), added to `env`. Write-only (Terraform/OpenTofu " +
+					"1.11+): written only to the server's 0600 environment file on the head, never to state, plan, argv or logs. " +
+					"Bump `secret_env_wo_version` to restart with new values."},
+			"secret_env_wo_version": schema.Int64Attribute{Optional: true, MarkdownDescription: "Change to restart with a new `secret_env_wo`."},
 			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType, Validators: []validator.Map{providerdata.Env},
 				MarkdownDescription: "Environment for `vllm serve` (e.g. `NCCL_SOCKET_IFNAME`); interface names are checked on the head. " + restart},
 			"extra_args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
@@ -442,6 +450,7 @@ func needsRestart(old, n *vllmModel) bool {
 	return !old.Model.Equal(n.Model) || !old.ServedModelName.Equal(n.ServedModelName) || !old.TP.Equal(n.TP) ||
 		!old.PP.Equal(n.PP) || hostOf(old) != hostOf(n) || !old.HostIP.Equal(n.HostIP) || !old.Env.Equal(n.Env) || !old.ExtraArgs.Equal(n.ExtraArgs) ||
 		!old.APIKeyWOVersion.Equal(n.APIKeyWOVersion) || !old.APIKeyFile.Equal(n.APIKeyFile) ||
+		!old.SecretEnvWOVer.Equal(n.SecretEnvWOVer) ||
 		!old.RayAddress.Equal(n.RayAddress) || !old.VLLMCommand.Equal(n.VLLMCommand)
 }
 
@@ -459,7 +468,8 @@ func (r *vllmResource) server(ctx context.Context, m *vllmModel) (vllm.Server, e
 
 // launch starts the server and gates on readiness; on failure it stops it
 // and reports the server log's tail, so nothing is left running.
-func (r *vllmResource) launch(ctx context.Context, m *vllmModel, own float64, apiKey string, diags *diag.Diagnostics) {
+func (r *vllmResource) launch(ctx context.Context, m *vllmModel, own float64, sec secrets, diags *diag.Diagnostics) {
+	apiKey := sec.apiKey
 	concluded := r.check(ctx, m, own, diags) // values unknown at plan are known now: check before launch
 	if diags.HasError() {
 		return
@@ -472,6 +482,9 @@ func (r *vllmResource) launch(ctx context.Context, m *vllmModel, own float64, ap
 	env := map[string]string{}
 	if !m.Env.IsNull() {
 		diags.Append(m.Env.ElementsAs(ctx, &env, false)...)
+	}
+	for k, v := range sec.env {
+		env[k] = v
 	}
 	env["RAY_ADDRESS"] = m.RayAddress.ValueString()
 	if !m.HostIP.IsNull() {
@@ -520,12 +533,25 @@ func (r *vllmResource) launch(ctx context.Context, m *vllmModel, own float64, ap
 	m.ServedModelName = types.StringValue(m.servedName())
 }
 
-func (r *vllmResource) apiKey(ctx context.Context, cfg interface {
+// secrets are the write-only values, read from the configuration (they are
+// in no plan and no state): the API key and the secret environment.
+type secrets struct {
+	apiKey string
+	env    map[string]string
+}
+
+func (r *vllmResource) secrets(ctx context.Context, cfg interface {
 	GetAttribute(context.Context, path.Path, any) diag.Diagnostics
-}, diags *diag.Diagnostics) string {
+}, diags *diag.Diagnostics) secrets {
 	var key types.String
+	var env types.Map
 	diags.Append(cfg.GetAttribute(ctx, path.Root("api_key_wo"), &key)...)
-	return key.ValueString()
+	diags.Append(cfg.GetAttribute(ctx, path.Root("secret_env_wo"), &env)...)
+	out := secrets{apiKey: key.ValueString(), env: map[string]string{}}
+	if !env.IsNull() && !env.IsUnknown() {
+		diags.Append(env.ElementsAs(ctx, &out.env, false)...)
+	}
+	return out
 }
 
 func (r *vllmResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -538,12 +564,11 @@ func (r *vllmResource) Create(ctx context.Context, req resource.CreateRequest, r
 	resp.Diagnostics.Append(diags...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	key := r.apiKey(ctx, req.Config, &resp.Diagnostics)
-	r.launch(ctx, &m, 0, key, &resp.Diagnostics)
+	r.launch(ctx, &m, 0, r.secrets(ctx, req.Config, &resp.Diagnostics), &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	m.APIKeyWO = types.StringNull()
+	m.APIKeyWO, m.SecretEnvWO = types.StringNull(), types.MapNull(types.StringType)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
@@ -666,7 +691,7 @@ func (r *vllmResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	defer cancel()
 	if !needsRestart(&state, &plan) && state.Status.ValueString() == statusServing {
 		plan.ProcessIdentity = state.ProcessIdentity
-		plan.APIKeyWO = types.StringNull()
+		plan.APIKeyWO, plan.SecretEnvWO = types.StringNull(), types.MapNull(types.StringType)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 		return
 	}
@@ -679,12 +704,11 @@ func (r *vllmResource) Update(ctx context.Context, req resource.UpdateRequest, r
 		resp.Diagnostics.AddError("Cannot stop the running vLLM", err.Error())
 		return
 	}
-	key := r.apiKey(ctx, req.Config, &resp.Diagnostics)
-	r.launch(ctx, &plan, ownGPUs(&state), key, &resp.Diagnostics)
+	r.launch(ctx, &plan, ownGPUs(&state), r.secrets(ctx, req.Config, &resp.Diagnostics), &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	plan.APIKeyWO = types.StringNull()
+	plan.APIKeyWO, plan.SecretEnvWO = types.StringNull(), types.MapNull(types.StringType)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -722,6 +746,7 @@ func (r *vllmResource) ImportState(ctx context.Context, req resource.ImportState
 		RayAddress: types.StringNull(), Model: types.StringNull(), ServedModelName: types.StringNull(),
 		TP: types.Int64Value(1), PP: types.Int64Value(1), Host: types.StringValue(vllm.DefaultHost), HostIP: types.StringNull(), APIKeyWO: types.StringNull(),
 		APIKeyWOVersion: types.Int64Null(), APIKeyFile: types.StringNull(), Env: types.MapNull(types.StringType),
+		SecretEnvWO: types.MapNull(types.StringType), SecretEnvWOVer: types.Int64Null(),
 		ExtraArgs: types.ListNull(types.StringType), VLLMCommand: types.StringNull(), Endpoint: types.StringNull(),
 		PlacementIP: types.StringNull(), ProcessIdentity: types.StringNull(), Status: types.StringNull(),
 		VLLMVersion: types.StringNull(), Executor: types.StringNull(), PlacementPinned: types.BoolNull(),

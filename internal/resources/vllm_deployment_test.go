@@ -112,7 +112,9 @@ func keySetup(t *testing.T, head lab.Node, canary string) string {
 	if openTofu() {
 		// As an operator would: from a sensitive variable, never a literal.
 		t.Setenv("TF_VAR_vllm_api_key", canary)
-		return "api_key_wo = var.vllm_api_key\n  api_key_wo_version = 1"
+		// The same canary as a secret environment variable, as HF_TOKEN is given.
+		return "api_key_wo = var.vllm_api_key\n  api_key_wo_version = 1\n" +
+			"  secret_env_wo = { SPARK_CANARY = var.vllm_api_key }\n  secret_env_wo_version = 1"
 	}
 	if _, err := lab.Exec(context.Background(), head, "sh", "-c", `umask 077; printf '%s\n' "$1" > /etc/vllm-api-key`, "sh", canary); err != nil {
 		t.Fatal(err)
@@ -275,6 +277,13 @@ func TestAccVLLMDeployment_fieldReportLegacyExecutor(t *testing.T) {
 			out, err := lab.Exec(context.Background(), head, "sh", "-c", `for p in $(pgrep -f '[v]llm serve'); do tr '\0' ' ' < /proc/$p/cmdline; done`)
 			if err != nil || strings.Contains(out, canary) || !strings.Contains(out, "serve") {
 				return fmt.Errorf("the API key is in vllm's argv, or vllm is not running: %q %w", out, err)
+			}
+			if openTofu() {
+				// secret_env_wo reached the server's environment, and only there.
+				env, err := lab.Exec(context.Background(), head, "sh", "-c", `for p in $(pgrep -f '[v]llm serve'); do tr '\0' '\n' < /proc/$p/environ; done`)
+				if err != nil || !strings.Contains(env, "SPARK_CANARY="+canary) {
+					return fmt.Errorf("secret_env_wo did not reach vllm serve's environment (%w)", err)
+				}
 			}
 			return nil
 		},
