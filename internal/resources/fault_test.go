@@ -20,7 +20,7 @@ import (
 func hideIP(t *testing.T, n lab.Node) func() {
 	t.Helper()
 	ctx := context.Background()
-	if out, err := lab.Exec(ctx, n, "sh", "-c", `p=$(command -v ip) && mv "$p" "$p.hidden" && echo "$p"`); err != nil || strings.TrimSpace(out) == "" {
+	if out, err := lab.Exec(ctx, n, "sh", "-c", `p=$(readlink -f "$(command -v ip)") && mv "$p" "$p.hidden" && ! ip -V >/dev/null 2>&1 && echo "$p"`); err != nil || strings.TrimSpace(out) == "" {
 		t.Fatalf("hide ip on %s: %v %s", n.Name, err, out)
 	}
 	return func() {
