@@ -110,6 +110,13 @@ type Table struct {
 	PlacementGroups []PlacementGroup // only when asked for (NodesScript's second argument)
 }
 
+// GCSGone reports whether the GCS is known to be gone, not just slow: the
+// head's own connection to its GCS port was refused (nothing listens
+// there). A timeout or any other error may pass, and proves nothing.
+func (t Table) GCSGone() bool {
+	return !t.GCSUp && strings.Contains(strings.ToLower(t.GCSError), "connection refused")
+}
+
 // ParseNodes reads NodesScript's output.
 func ParseNodes(out string) (Table, error) {
 	for _, line := range strings.Split(out, "\n") {

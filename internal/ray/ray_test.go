@@ -66,6 +66,13 @@ func TestParseNodesGCSDown(t *testing.T) {
 	if err != nil || tb.GCSUp || !strings.Contains(tb.GCSError, "refused") {
 		t.Fatalf("down GCS: %+v %v", tb, err)
 	}
+	if !tb.GCSGone() {
+		t.Fatal("a refused connection is a GCS that is gone")
+	}
+	slow, _ := ParseNodes(`@@nodes {"gcs": "down", "error": "timed out"}`)
+	if slow.GCSUp || slow.GCSGone() {
+		t.Fatalf("a GCS that did not answer in time is not known to be gone: %+v", slow)
+	}
 	if _, err := ParseNodes("Traceback (most recent call last):\n ImportError: ray"); err == nil {
 		t.Fatal("output without a table parsed")
 	}

@@ -125,3 +125,59 @@ func TestAccRayCluster_destroyWithUnreachableWorker(t *testing.T) {
 		},
 	})
 }
+
+// Another local user who made the provider's per-user directory first (in
+// /tmp anyone can) gets nothing: the apply fails naming the directory and
+// its owner, no key is written there, nothing starts; with the directory
+// gone, the same apply serves.
+func TestAccVLLMDeployment_secondLocalUserCannotPlantTheDirectory(t *testing.T) {
+	l := acctest.Lab(t)
+	head := l.Nodes[0]
+	ctx := context.Background()
+	cluster := clusterConfig(l, "", nil)
+	canary := "canary-key-" + fmt.Sprint(time.Now().UnixNano())
+	d := deploy{hostIP: head.ExternalIP, keyLine: keySetup(t, head, canary)}
+	planted := ""
+	plant := func() {
+		out, err := lab.Exec(ctx, head, "sh", "-c", `id intruder >/dev/null 2>&1 || useradd -M intruder
+d=/tmp/terraform-provider-spark-$(id -u); rm -rf "$d"; install -d -m 0777 -o intruder "$d" && echo "$d"`)
+		if err != nil {
+			t.Fatalf("plant the directory: %v %s", err, out)
+		}
+		planted = strings.TrimSpace(out)
+	}
+	t.Cleanup(func() {
+		if planted != "" {
+			_, _ = lab.Exec(ctx, head, "rm", "-rf", planted)
+		}
+	})
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy:             noVLLMLeft(l),
+		Steps: []resource.TestStep{
+			{Config: cluster},
+			{
+				PreConfig:   plant,
+				Config:      cluster + d.config(l),
+				ExpectError: regexp.MustCompile(`(?s)terraform-provider-spark-0\s+is\s+not\s+a\s+directory\s+owned\s+by\s+root.*intruder`),
+			},
+			{
+				// Nothing was written into the planted directory and nothing started;
+				// the owner removes it, and the same configuration serves.
+				PreConfig: func() {
+					out, _ := lab.Exec(ctx, head, "sh", "-c", `find "$1" -mindepth 1; pgrep -af '[v]llm serve'; true`, "sh", planted)
+					if strings.TrimSpace(out) != "" {
+						t.Fatalf("the refused apply wrote into the planted directory or started vLLM:\n%s", out)
+					}
+					if _, err := lab.Exec(ctx, head, "rm", "-rf", planted); err != nil {
+						t.Fatal(err)
+					}
+					planted = ""
+				},
+				Config: cluster + d.config(l),
+				Check:  resource.TestCheckResourceAttr(deployAddr, "status", "serving"),
+			},
+		},
+	})
+}

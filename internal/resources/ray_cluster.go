@@ -412,6 +412,15 @@ func (r *rayClusterResource) Read(ctx context.Context, req resource.ReadRequest,
 		resp.Diagnostics.AddError("Cannot read the Ray cluster", err.Error()+goneHint)
 		return
 	}
+	if !t.GCSUp && !t.GCSGone() {
+		// Slow or unreachable is not gone: keep the state, and the plan
+		// (whose checks warn when nothing changes) goes on.
+		resp.Diagnostics.AddWarning("Ray's GCS did not answer",
+			fmt.Sprintf("The head's GCS at %s did not answer (%s); the state is kept as it was. If the cluster is really gone, "+
+				"the next plan that can reach it says so.", state.gcsAddr(), t.GCSError))
+		resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+		return
+	}
 	if !t.GCSUp {
 		resp.Diagnostics.AddWarning("Ray cluster is gone",
 			fmt.Sprintf("The head's GCS at %s does not answer (%s): the cluster will be created again.", state.gcsAddr(), t.GCSError))
