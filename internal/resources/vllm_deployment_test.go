@@ -293,7 +293,7 @@ func TestAccVLLMDeployment_fieldReportLegacyExecutor(t *testing.T) {
 		ImportStateId:     head.SSHHost + ":8000",
 		ImportStateVerify: true,
 		// Not readable back from the server: how the key and settings were given.
-		ImportStateVerifyIgnore: []string{"api_key_wo", "api_key_wo_version", "api_key_file", "env", "runtime", "timeouts"},
+		ImportStateVerifyIgnore: []string{"api_key_wo", "api_key_wo_version", "secret_env_wo", "secret_env_wo_version", "api_key_file", "env", "runtime", "timeouts"},
 	})
 	second := deploy{name: "second", hostIP: head.ExternalIP, env: legacyExecutor, tp: 2, port: 8001}
 	steps = append(steps, r.steps(
