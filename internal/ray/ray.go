@@ -6,9 +6,9 @@ package ray
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
-	"strings"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
 // AuthEnv is the shell line that turns Ray's token authentication on for a
@@ -38,23 +38,24 @@ type StartOptions struct {
 	ExtraArgs     []string
 }
 
-// StartArgv is the argv of one `ray start`, wrapped in `env` so the Ray
-// processes inherit Env (vLLM's worker actors read VLLM_HOST_IP and the
-// *_SOCKET_IFNAME variables from there). Keys are sorted so the command is
-// stable.
-func StartArgv(o StartOptions) ([]string, error) {
+// startScript exports the environment it reads on stdin, then runs "$@":
+// the values reach the Ray processes' environment (vLLM's worker actors read
+// VLLM_HOST_IP and the *_SOCKET_IFNAME variables there) without ever being
+// in an argv, which every user of the node can read in ps.
+const startScript = `set -a; . /dev/stdin; set +a; exec "$@"`
+
+// StartCommand is one `ray start`: its argv, and the environment file to
+// give it on stdin (keys sorted, values quoted).
+func StartCommand(o StartOptions) (argv []string, stdin []byte, err error) {
 	ray := o.RayCommand
 	if ray == "" {
 		ray = "ray"
 	}
-	argv := []string{"env"}
-	for _, k := range sortedKeys(o.Env) {
-		if k == "" || strings.ContainsAny(k, "= \t\n") {
-			return nil, fmt.Errorf("env key %q is not a valid variable name", k)
-		}
-		argv = append(argv, k+"="+o.Env[k])
+	stdin, err = transport.EnvFile(o.Env)
+	if err != nil {
+		return nil, nil, err
 	}
-	argv = append(argv, ray, "start")
+	argv = []string{"sh", "-c", startScript, "sh", ray, "start"}
 	if o.Head {
 		argv = append(argv, "--head", "--port", strconv.Itoa(o.GCSPort))
 		if o.DashboardHost != "" {
@@ -62,7 +63,7 @@ func StartArgv(o StartOptions) ([]string, error) {
 		}
 	} else {
 		if o.HeadAddress == "" {
-			return nil, fmt.Errorf("a worker needs the head address")
+			return nil, nil, fmt.Errorf("a worker needs the head address")
 		}
 		argv = append(argv, "--address", o.HeadAddress)
 	}
@@ -75,19 +76,19 @@ func StartArgv(o StartOptions) ([]string, error) {
 	if len(o.Resources) > 0 {
 		b, err := json.Marshal(o.Resources)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		argv = append(argv, "--resources", string(b))
 	}
 	if len(o.Labels) > 0 {
 		b, err := json.Marshal(o.Labels)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		argv = append(argv, "--labels", string(b))
 	}
 	argv = append(argv, "--disable-usage-stats")
-	return append(argv, o.ExtraArgs...), nil
+	return append(argv, o.ExtraArgs...), stdin, nil
 }
 
 // StopArgv stops every Ray process on the node and then checks none is left.
@@ -115,13 +116,4 @@ left=$(pgrep -a -x raylet; pgrep -a -x gcs_server)
 [ -z "$left" ] && exit 0
 echo "Ray processes still running after ray stop --force: $left" >&2
 exit 1`, "sh", rayCommand}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

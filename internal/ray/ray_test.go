@@ -1,39 +1,78 @@
 package ray
 
 import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
-func TestStartArgvHead(t *testing.T) {
+func TestStartCommandHead(t *testing.T) {
 	gpus := int64(1)
-	argv, err := StartArgv(StartOptions{RayCommand: "/opt/ray/bin/ray", Head: true, GCSPort: 6379, NodeIP: "192.168.200.12",
+	argv, env, err := StartCommand(StartOptions{RayCommand: "/opt/ray/bin/ray", Head: true, GCSPort: 6379, NodeIP: "192.168.200.12",
 		NumGPUs: &gpus, Resources: map[string]float64{"spark.head": 1}, DashboardHost: "127.0.0.1",
 		Env:       map[string]string{"NCCL_SOCKET_IFNAME": "enp1s0f1np1", "GLOO_SOCKET_IFNAME": "enp1s0f1np1"},
 		ExtraArgs: []string{"--object-store-memory", "1000000000"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "env GLOO_SOCKET_IFNAME=enp1s0f1np1 NCCL_SOCKET_IFNAME=enp1s0f1np1 /opt/ray/bin/ray start --head --port 6379 " +
+	want := "/opt/ray/bin/ray start --head --port 6379 " +
 		"--dashboard-host 127.0.0.1 --node-ip-address 192.168.200.12 --num-gpus 1 --resources {\"spark.head\":1} " +
 		"--disable-usage-stats --object-store-memory 1000000000"
-	if got := strings.Join(argv, " "); got != want {
+	if got := strings.Join(argv[4:], " "); got != want {
 		t.Fatalf("argv:\n got %s\nwant %s", got, want)
+	}
+	if string(env) != "GLOO_SOCKET_IFNAME='enp1s0f1np1'\nNCCL_SOCKET_IFNAME='enp1s0f1np1'\n" {
+		t.Fatalf("env file = %q", env)
 	}
 }
 
-func TestStartArgvWorker(t *testing.T) {
-	argv, err := StartArgv(StartOptions{HeadAddress: "192.168.200.12:6379"})
+// The environment reaches ray start's own environment through stdin, and
+// no value is in its argv (which ps shows every user).
+func TestStartCommandEnvReachesRayNotArgv(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "ray")
+	// A stand-in for ray (this test starts nothing): prints its argv and
+	// the variables under test.
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho \"argv: $*\"\necho \"SECRETISH=$SECRETISH\"\necho \"Q=$Q\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	value := "tok-3f9 'with quotes' $(id) `x`"
+	argv, env, err := StartCommand(StartOptions{RayCommand: fake, HeadAddress: "10.0.0.1:6379",
+		Env: map[string]string{"SECRETISH": value, "Q": "a b"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(argv, " "); got != "env ray start --address 192.168.200.12:6379 --disable-usage-stats" {
+	if strings.Contains(strings.Join(argv, " "), "tok-3f9") {
+		t.Fatalf("a value is in argv: %q", argv)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin = bytes.NewReader(env)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, want := range []string{"argv: start --address 10.0.0.1:6379 --disable-usage-stats", "SECRETISH=" + value, "Q=a b"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestStartCommandWorker(t *testing.T) {
+	argv, _, err := StartCommand(StartOptions{HeadAddress: "192.168.200.12:6379"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(argv[4:], " "); got != "ray start --address 192.168.200.12:6379 --disable-usage-stats" {
 		t.Fatalf("argv = %s", got)
 	}
-	if _, err := StartArgv(StartOptions{}); err == nil {
+	if _, _, err := StartCommand(StartOptions{}); err == nil {
 		t.Fatal("a worker without a head address was accepted")
 	}
-	if _, err := StartArgv(StartOptions{Head: true, Env: map[string]string{"BAD=KEY": "x"}}); err == nil {
+	if _, _, err := StartCommand(StartOptions{Head: true, Env: map[string]string{"BAD=KEY": "x"}}); err == nil {
 		t.Fatal("an env key with '=' was accepted")
 	}
 }

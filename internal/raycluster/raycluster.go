@@ -429,11 +429,15 @@ func (m *Manager) Start(ctx context.Context, s Spec, n NodeSpec, headIP, registe
 	} else {
 		o.HeadAddress = net.JoinHostPort(headIP, strconv.Itoa(s.GCSPort))
 	}
-	argv, err := ray.StartArgv(o)
+	argv, envFile, err := ray.StartCommand(o)
 	if err != nil {
 		return err
 	}
-	_, err = m.run(ctx, n.Endpoint, step, s.Runtime.Wrap(append([]string{"setsid", "-w"}, argv...), false))
+	c, err := m.Pool.Get(ctx, n.Endpoint)
+	if err != nil {
+		return err
+	}
+	_, err = c.Run(ctx, transport.Cmd{Step: step, Argv: s.Runtime.Wrap(append([]string{"setsid", "-w"}, argv...), true), Stdin: envFile})
 	return err
 }
 

@@ -1,6 +1,10 @@
 package transport
 
-import "strings"
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
 
 // Quote returns s as one POSIX shell word. Values that are plainly safe are
 // left bare so logged commands stay readable; everything else is wrapped in
@@ -45,4 +49,35 @@ func Join(argv ...string) string {
 // is never spliced into the script.
 func Script(script string, args ...string) []string {
 	return append([]string{"sh", "-c", script, "sh"}, args...)
+}
+
+// EnvFile renders environment variables as a file `sh` can source with
+// `set -a`: every value single-quoted, keys checked.
+func EnvFile(env map[string]string) ([]byte, error) {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		if !validName(k) {
+			return nil, fmt.Errorf("env key %q is not a valid environment variable name", k)
+		}
+		b.WriteString(k + "='" + strings.ReplaceAll(env[k], "'", `'\''`) + "'\n")
+	}
+	return []byte(b.String()), nil
+}
+
+func validName(k string) bool {
+	if k == "" || (k[0] >= '0' && k[0] <= '9') {
+		return false
+	}
+	for _, r := range k {
+		ok := r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+		if !ok {
+			return false
+		}
+	}
+	return true
 }

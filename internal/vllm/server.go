@@ -36,7 +36,7 @@ func (s Server) cmd(step string, argv []string, stdin []byte) transport.Cmd {
 // RAY_ADDRESS and the user's env) and starts `vllm serve` detached. It
 // returns the process identity ("pid:start").
 func (s Server) Launch(ctx context.Context, env map[string]string, keyFile string, argv []string) (string, error) {
-	body, err := EnvFile(env)
+	body, err := transport.EnvFile(env)
 	if err != nil {
 		return "", err
 	}

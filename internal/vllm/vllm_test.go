@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
 func TestServeArgvRoundTrip(t *testing.T) {
@@ -57,7 +59,7 @@ func TestValidateHostIP(t *testing.T) {
 // keys that are not variable names.
 func TestEnvFileSourcesExactly(t *testing.T) {
 	env := map[string]string{"VLLM_API_KEY": "k'$(id)`x`\"; rm -rf /", "VLLM_HOST_IP": "10.1.230.180", "EMPTY": ""}
-	b, err := EnvFile(env)
+	b, err := transport.EnvFile(env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +70,7 @@ func TestEnvFileSourcesExactly(t *testing.T) {
 	if string(out) != env["VLLM_API_KEY"]+"\n10.1.230.180\n" {
 		t.Fatalf("sourced %q", out)
 	}
-	if _, err := EnvFile(map[string]string{"BAD KEY": "x"}); err == nil {
+	if _, err := transport.EnvFile(map[string]string{"BAD KEY": "x"}); err == nil {
 		t.Fatal("bad key accepted")
 	}
 }
