@@ -429,6 +429,17 @@ func Connect(ctx context.Context, n Node, network string) error {
 	return err
 }
 
+// Pause freezes every process of a node (docker pause: the cgroup freezer),
+// or thaws it: a node that stops answering while its kernel still accepts
+// TCP connections, as a hung box does.
+func Pause(ctx context.Context, n Node, freeze bool) (string, error) {
+	verb := "unpause"
+	if freeze {
+		verb = "pause"
+	}
+	return docker(ctx, nil, verb, n.Container)
+}
+
 // Restart restarts a node's container: every process on it is gone, as
 // after a reboot; sshd and its host key come back.
 func Restart(ctx context.Context, n Node) error {

@@ -181,3 +181,61 @@ d=/tmp/terraform-provider-spark-$(id -u); rm -rf "$d"; install -d -m 0777 -o int
 		},
 	})
 }
+
+// A node that stops answering (frozen: its processes paused, its kernel
+// still accepting TCP) never hangs a plan: the SSH handshake is bounded by
+// connect_timeout and the error names the node and the step. A plan that
+// starts nothing goes through with a warning; one that would restart the
+// frozen worker is refused. Nothing starts, and thawed, the plan is clean.
+func TestAccRayCluster_frozenNodeDuringPlan(t *testing.T) {
+	l := acctest.Lab(t)
+	w := l.Nodes[1]
+	ctx := context.Background()
+	base := clusterConfig(l, "", map[string]string{w.Name: ""})
+	relabelled := strings.Replace(base, "      num_gpus = 1\n", "      num_gpus = 1\n      labels   = { rack = \"r2\" }\n", 1)
+	frozen := false
+	thaw := func() {
+		if frozen {
+			if _, err := lab.Pause(ctx, w, false); err != nil {
+				t.Errorf("unpause %s: %v", w.Name, err)
+			}
+			frozen = false
+		}
+	}
+	t.Cleanup(thaw)
+	var before string
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy:             noRayLeft(l),
+		Steps: []resource.TestStep{
+			{Config: base},
+			{
+				PreConfig: func() {
+					before = nodeProcesses(t, l)
+					if _, err := lab.Pause(ctx, w, true); err != nil {
+						t.Fatal(err)
+					}
+					frozen = true
+				},
+				Config:   base,
+				PlanOnly: true,
+			},
+			{
+				Config:      relabelled,
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)` + regexp.QuoteMeta(w.SSHHost) + `:22: handshake`),
+			},
+			{
+				PreConfig: func() {
+					thaw()
+					if after := nodeProcesses(t, l); after != before {
+						t.Fatalf("plans against a frozen node started or stopped something.\nbefore:\n%s\nafter:\n%s", before, after)
+					}
+				},
+				Config:   base,
+				PlanOnly: true,
+			},
+		},
+	})
+}
