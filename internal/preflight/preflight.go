@@ -337,12 +337,21 @@ func GPUs(n Node) []Diagnostic {
 
 // GCSPortFree (D12): before a head starts, nothing may listen on the GCS
 // port: a stale Ray (gcs_server) or another program would make `ray start
-// --head` fail or, worse, workers join the wrong cluster.
-func GCSPortFree(head Node, port int) []Diagnostic {
+// --head` fail or, worse, workers join the wrong cluster. The one Ray that
+// may be there is an orphan of this provider: a create of a cluster on this
+// head and port that never finished (startedBy: what its start marker says;
+// "" when there is none), which the apply stops and replaces.
+func GCSPortFree(head Node, port int, startedBy string) []Diagnostic {
 	if len(head.Facts.Listeners) == 0 {
 		return nil
 	}
 	holders := strings.Join(head.Facts.Listeners, ", ")
+	if startedBy != "" && strings.Contains(holders, "gcs_server") {
+		return []Diagnostic{{Node: head.Name, Attr: []string{"gcs_port"}, Warning: true,
+			Summary: "An unfinished create left Ray running on the head",
+			Detail: fmt.Sprintf("gcs_port = %d on the head (%s) is held by the Ray a create of this cluster started and never "+
+				"finished (%s; the apply was interrupted or killed). Apply stops it and creates the cluster.", port, head.SSHHost, startedBy)}}
+	}
 	fix := "stop that program or choose another gcs_port"
 	if strings.Contains(holders, "gcs_server") {
 		fix = "a Ray cluster this resource does not manage is running there: stop it (`ray stop` on the head) or import it " +

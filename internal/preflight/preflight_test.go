@@ -196,13 +196,25 @@ func TestGPUs(t *testing.T) {
 
 func TestGCSPortFree(t *testing.T) {
 	h := head("")
-	if d := GCSPortFree(h, 6379); d != nil {
+	if d := GCSPortFree(h, 6379, ""); d != nil {
 		t.Fatal(d)
 	}
 	h.Facts.Listeners = []string{"gcs_server"}
-	one(t, GCSPortFree(h, 6379), "gcs_port = 6379", "gcs_server", "terraform import")
+	one(t, GCSPortFree(h, 6379, ""), "gcs_port = 6379", "gcs_server", "terraform import")
+	// This provider's own orphan: a create that never finished marked it.
+	marker := "terraform-provider-spark pid 42 on ops since 2026-12-03T09:00:00Z"
+	d := GCSPortFree(h, 6379, marker)
+	one(t, d, "never finished", marker, "Apply stops it")
+	if !d[0].Warning {
+		t.Fatal("an orphan of this provider is replaced, not refused")
+	}
+	// A marker does not make another program on the port ours.
 	h.Facts.Listeners = []string{"redis-server"}
-	one(t, GCSPortFree(h, 6379), "redis-server", "another gcs_port")
+	d = GCSPortFree(h, 6379, marker)
+	one(t, d, "redis-server", "another gcs_port")
+	if d[0].Warning {
+		t.Fatal("a non-Ray program on the port must be refused")
+	}
 }
 
 func FuzzValidateNodeIP(f *testing.F) {

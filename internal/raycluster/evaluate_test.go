@@ -147,6 +147,21 @@ func TestEvaluateRunningHead(t *testing.T) {
 	}
 }
 
+// The Ray of a create that never finished (its start marker beside it) is
+// stopped and replaced; the same Ray without the marker is refused.
+func TestEvaluateOrphanOfAnUnfinishedCreate(t *testing.T) {
+	s, hf, wf := fabricPair()
+	hf.Listeners = []string{"gcs_server"}
+	p := Evaluate(s, PlanOptions{StartedBy: "terraform-provider-spark pid 42 on ops"}, hf, wf)
+	if !p.StopOrphan || len(p.Diagnostics) != 1 || !p.Diagnostics[0].Warning {
+		t.Fatalf("orphan: StopOrphan=%v %s", p.StopOrphan, summaries(p))
+	}
+	p = Evaluate(s, PlanOptions{}, hf, wf)
+	if p.StopOrphan || len(p.Diagnostics) != 1 || p.Diagnostics[0].Warning {
+		t.Fatalf("someone else's Ray must be refused, not stopped: StopOrphan=%v %s", p.StopOrphan, summaries(p))
+	}
+}
+
 func TestPlannedGPUsUnknownWithoutNvidiaSMI(t *testing.T) {
 	s, hf, wf := fabricPair()
 	o := PlanOptions{}

@@ -179,6 +179,9 @@ type Plan struct {
 	RayVersion  string
 	GPUs        *preflight.PlannedGPUs // what the nodes will register; nil when not knowable before Ray starts
 	Diagnostics []preflight.Diagnostic
+	// StopOrphan: the head's GCS port is held by the Ray of a create that
+	// never finished; the create stops it before it starts the head.
+	StopOrphan bool
 }
 
 // plannedGPUs is what Ray will register as GPUs on each node: num_gpus when
@@ -208,6 +211,10 @@ func plannedGPUs(nodes []preflight.Node) *preflight.PlannedGPUs {
 type PlanOptions struct {
 	HeadRunning bool              // the head is ours and up: its GCS port is expected to be held, workers can probe it
 	Known       map[string]string // nodes already registered (name -> IP): their IP is fact, not prediction
+	// StartedBy is the start marker of a create on this head and GCS port
+	// that never finished ("" none): its Ray, if it holds the port, is an
+	// orphan the apply replaces. PlanCluster reads it.
+	StartedBy string
 }
 
 // PlanCluster reads every node (head first, then workers in parallel, one
@@ -220,6 +227,12 @@ func (m *Manager) PlanCluster(ctx context.Context, s Spec, o PlanOptions) (*Plan
 	hf, err := m.facts(ctx, s, s.Head, "", listen, "")
 	if err != nil {
 		return nil, err
+	}
+	if len(hf.Listeners) > 0 {
+		// Only when the port is held (a second round trip, rarely).
+		if o.StartedBy, err = m.StartedBy(ctx, s); err != nil {
+			return nil, err
+		}
 	}
 	headIP := headAddress(s, o, hf)
 	if headIP == "" {
@@ -278,7 +291,9 @@ func Evaluate(s Spec, o PlanOptions, hf nodefacts.Facts, workerFacts map[string]
 	p.Diagnostics = append(p.Diagnostics, preflight.NodeIPBound(head)...)
 	p.Diagnostics = append(p.Diagnostics, preflight.GPUs(head)...)
 	if !o.HeadRunning {
-		p.Diagnostics = append(p.Diagnostics, preflight.GCSPortFree(head, s.GCSPort)...)
+		d := preflight.GCSPortFree(head, s.GCSPort, o.StartedBy)
+		p.StopOrphan = len(d) == 1 && d[0].Warning
+		p.Diagnostics = append(p.Diagnostics, d...)
 	}
 	p.HeadIP = headIP
 	p.Registered[HeadName] = headIP
@@ -329,6 +344,44 @@ rm -f "$lock.holder"`
 func Holder() string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("terraform-provider-spark pid %d on %s since %s", os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))
+}
+
+// The start marker says a create is starting Ray on the head for a GCS port:
+// written (on the host, in the SSH user's own 0700 directory) before the
+// head's ray start, removed once the create has finished or rolled back. A
+// marker found beside a Ray holding that port is an orphan of a create that
+// was killed before it could roll back, so no state knows it; without the
+// marker the same Ray is someone else's and the plan refuses to touch it.
+const markerDir = `d=/tmp/terraform-provider-spark-$(id -u)
+owned() { [ -d "$d" ] && [ ! -L "$d" ] && [ -O "$d" ]; }
+`
+
+// MarkStarting writes the start marker for the head's GCS port.
+func (m *Manager) MarkStarting(ctx context.Context, s Spec, holder string) error {
+	_, err := m.run(ctx, s.Head.Endpoint, "write the start marker", transport.Script(markerDir+`umask 077
+[ -e "$d" ] || mkdir -m 700 -- "$d" 2>/dev/null
+owned || { echo "$d is not a directory owned by $(id -un): another local user may have made it; remove it and apply again" >&2; exit 1; }
+printf '%s\n' "$2" > "$d/ray-$1.starting"`, strconv.Itoa(s.GCSPort), holder))
+	return err
+}
+
+// ClearStarting removes the start marker.
+func (m *Manager) ClearStarting(ctx context.Context, s Spec) error {
+	_, err := m.run(ctx, s.Head.Endpoint, "remove the start marker",
+		transport.Script(markerDir+`owned && rm -f -- "$d/ray-$1.starting"; true`, strconv.Itoa(s.GCSPort)))
+	return err
+}
+
+// StartedBy reads the start marker ("" when there is none, or when the
+// directory is not the SSH user's own: a marker anyone could have written
+// proves nothing).
+func (m *Manager) StartedBy(ctx context.Context, s Spec) (string, error) {
+	res, err := m.run(ctx, s.Head.Endpoint, "read the start marker",
+		transport.Script(markerDir+`owned && cat -- "$d/ray-$1.starting" 2>/dev/null; true`, strconv.Itoa(s.GCSPort)))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(res.Stdout)), nil
 }
 
 // Lock takes the node lock on every endpoint (in a fixed order, so two

@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/acctest"
 	"github.com/lab-infra/terraform-provider-spark/internal/lab"
@@ -237,5 +240,59 @@ func TestAccRayCluster_frozenNodeDuringPlan(t *testing.T) {
 				PlanOnly: true,
 			},
 		},
+	})
+}
+
+// A create killed before it could roll back (a second Ctrl-C, SIGKILL, a
+// lost laptop) leaves Ray on the head and nothing in state. Found with its
+// start marker, it is this provider's orphan: the plan says so and the
+// apply replaces it. The same Ray without the marker is someone else's:
+// refused at plan, untouched.
+func TestAccRayCluster_orphanOfAKilledCreateIsReplaced(t *testing.T) {
+	l := acctest.Lab(t)
+	head, w := l.Nodes[0], l.Nodes[1]
+	ctx := context.Background()
+	config := clusterConfig(l, "", map[string]string{w.Name: ""})
+	handStart := func() {
+		if out, err := lab.Exec(ctx, head, "sh", "-c", `"$1" start --head --port 6379 --disable-usage-stats >/dev/null 2>&1 && pgrep -x gcs_server`, "sh", head.RayCommand); err != nil {
+			t.Fatalf("start Ray by hand on the head: %v %s", err, out)
+		}
+	}
+	marker := `/tmp/terraform-provider-spark-$(id -u)/ray-6379.starting`
+	t.Cleanup(func() {
+		_, _ = lab.Exec(ctx, head, "sh", "-c", `"$1" stop --force >/dev/null 2>&1; rm -f `+marker, "sh", head.RayCommand)
+	})
+	r := newRefusals(t, l)
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy:             noRayLeft(l),
+		Steps: append(r.steps(resource.TestStep{
+			// Someone's Ray on the port, no marker: refused, left alone.
+			PreConfig:   handStart,
+			Config:      config,
+			ExpectError: regexp.MustCompile(`(?s)GCS port is already in use on the head.*gcs_server`),
+		}), r.then(resource.TestStep{
+			// What a killed create leaves: its marker beside its Ray.
+			PreConfig: func() {
+				if out, err := lab.Exec(ctx, head, "sh", "-c", `d=/tmp/terraform-provider-spark-$(id -u); mkdir -p -m 700 "$d" &&
+					echo "terraform-provider-spark pid 4242 on killed-laptop since 2026-12-03T08:00:00Z" > "$d/ray-6379.starting"`); err != nil {
+					t.Fatalf("write the marker: %v %s", err, out)
+				}
+			},
+			Config: config,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("head").AtMapKey("registered_ip"), knownvalue.StringExact(head.ExternalIP)),
+				statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("alive"), knownvalue.Bool(true)),
+			},
+			Check: func(*terraform.State) error {
+				// The finished create removed its marker.
+				out, err := lab.Exec(ctx, head, "sh", "-c", `ls `+marker+` 2>/dev/null; true`)
+				if err != nil || strings.TrimSpace(out) != "" {
+					return fmt.Errorf("the start marker is still there after a finished create: %q %v", out, err)
+				}
+				return nil
+			},
+		})),
 	})
 }

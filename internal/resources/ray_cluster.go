@@ -229,12 +229,27 @@ func (r *rayClusterResource) Create(ctx context.Context, req resource.CreateRequ
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	release, err := r.mgr.Lock(ctx, raycluster.Holder(), allEndpoints(spec)...)
+	holder := raycluster.Holder()
+	release, err := r.mgr.Lock(ctx, holder, allEndpoints(spec)...)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot lock the nodes", err.Error())
 		return
 	}
 	defer release()
+	if p.StopOrphan {
+		// A create of this cluster was killed before it could roll back:
+		// its Ray holds the port (the plan said so); replace it.
+		if err := r.mgr.Stop(ctx, spec, spec.Head); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("head"), "Cannot stop the Ray an unfinished create left", err.Error())
+			return
+		}
+	}
+	// The marker lives until this create has finished or rolled back: if
+	// this provider is killed first, the next plan knows the Ray it finds.
+	if err := r.mgr.MarkStarting(ctx, spec, holder); err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("head"), "Cannot write the start marker", err.Error())
+		return
+	}
 
 	// The head counts as started from the moment its ray start is sent: an
 	// apply interrupted while it runs (Ctrl-C cancels ctx) stops it too.
@@ -244,12 +259,19 @@ func (r *rayClusterResource) Create(ctx context.Context, req resource.CreateRequ
 		// even when the apply was cancelled (bounded, on a fresh context).
 		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
+		stopped := true
+		defer func() {
+			if stopped {
+				_ = r.mgr.ClearStarting(bg, spec)
+			}
+		}()
 		for i := len(started) - 1; i >= 0; i-- {
 			if err := r.mgr.Stop(bg, spec, started[i]); err != nil {
+				stopped = false
 				tflog.Warn(ctx, "rollback: could not stop Ray", map[string]any{"node": started[i].Name, "error": err.Error()})
 				resp.Diagnostics.AddWarning("Rollback could not stop Ray on "+started[i].Name,
-					fmt.Sprintf("%v\n\nRay may still run on %s (%s): the next plan finds it holding the GCS port; stop it there with `ray stop`, "+
-						"or run the apply again once the node answers.", err, started[i].Name, started[i].Endpoint.Host))
+					fmt.Sprintf("%v\n\nRay may still run on %s (%s). The start marker stays on the head, so the next apply "+
+						"recognises what this one left and replaces it once the node answers.", err, started[i].Name, started[i].Endpoint.Host))
 			}
 		}
 	}
@@ -300,6 +322,11 @@ func (r *rayClusterResource) Create(ctx context.Context, req resource.CreateRequ
 	fill(&plan, t)
 	plan.ID = plan.Head.SSHHost
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	if err := r.mgr.ClearStarting(ctx, spec); err != nil {
+		resp.Diagnostics.AddWarning("Cannot remove the start marker",
+			fmt.Sprintf("%v\n\nThe cluster is created. A later plan that finds this cluster's Ray without state would take it for an "+
+				"unfinished create's and replace it.", err))
+	}
 }
 
 // startWorkers starts Ray on the named workers in parallel. Any Ray already
