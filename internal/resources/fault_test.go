@@ -289,7 +289,7 @@ func TestAccRayCluster_orphanOfAKilledCreateIsReplaced(t *testing.T) {
 				// The finished create removed its marker.
 				out, err := lab.Exec(ctx, head, "sh", "-c", `ls `+marker+` 2>/dev/null; true`)
 				if err != nil || strings.TrimSpace(out) != "" {
-					return fmt.Errorf("the start marker is still there after a finished create: %q %v", out, err)
+					return fmt.Errorf("the start marker is still there after a finished create: %q %w", out, err)
 				}
 				return nil
 			},
