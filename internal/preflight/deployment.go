@@ -19,6 +19,8 @@ type Deployment struct {
 	Site       *ServeSite   // where vllm serve and Ray run; nil when neither is known yet
 	TP, PP     int
 	OwnGPUs    float64 // what this deployment's running server holds
+	Port       int     // the HTTP port vllm serve will listen on
+	PortIsOwn  bool    // this deployment's running server holds Port (the facts' listeners are its own)
 	ValidateIP func(string) error
 }
 
@@ -62,6 +64,9 @@ func CheckDeployment(d Deployment) (Concluded, []Diagnostic) {
 	p := Placement{PlacementIP: placement, Source: source, HeadIP: d.HeadIP, Table: d.Table, Executor: executor, TP: d.TP, PP: d.PP}
 	found = append(found, PlacementIdentity(p)...)
 	found = append(found, ParallelFits(p, d.Planned, d.OwnGPUs)...)
+	if !d.PortIsOwn {
+		found = append(found, ServePortFree(d.SSHHost, d.Port, d.HeadFacts.Listeners)...)
+	}
 	head := Node{Name: d.HeadName, SSHHost: d.SSHHost, Facts: d.HeadFacts}
 	found = append(found, Interfaces(d.Env, []Node{head}, map[string]string{d.HeadName: d.HeadIP})...)
 	return c, found

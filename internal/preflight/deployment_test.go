@@ -96,6 +96,9 @@ func TestCheckDeploymentCallsEveryRule(t *testing.T) {
 		{"error: Interface named in env does not exist", func(d *Deployment) { // D9
 			d.Env["NCCL_SOCKET_IFNAME"] = "ib0"
 		}},
+		{"error: vLLM port is already in use on the head", func(d *Deployment) {
+			d.Port, d.HeadFacts.Listeners = 8000, []string{"python3"}
+		}},
 	} {
 		t.Run(c.want, func(t *testing.T) {
 			d := fieldReportDeployment()
@@ -106,6 +109,16 @@ func TestCheckDeploymentCallsEveryRule(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The deployment's own running server holds its port: not a finding.
+func TestCheckDeploymentOwnPort(t *testing.T) {
+	d := fieldReportDeployment()
+	d.Port, d.HeadFacts.Listeners, d.PortIsOwn = 8000, []string{"python3"}, true
+	if _, found := CheckDeployment(d); len(found) != 0 {
+		t.Fatalf("the server's own port flagged: %s", allSummaries(found))
+	}
+	one(t, ServePortFree("10.1.230.180", 8000, []string{"nginx"}), "port = 8000", "10.1.230.180", "nginx", "another port")
 }
 
 // Under the legacy executor the address vLLM places by is VLLM_HOST_IP.

@@ -362,6 +362,20 @@ func GCSPortFree(head Node, port int, startedBy string) []Diagnostic {
 		Detail:  fmt.Sprintf("gcs_port = %d is held on the head (%s) by %s: %s.", port, head.SSHHost, holders, fix)}}
 }
 
+// ServePortFree: vllm serve binds its port only after loading the model
+// (minutes, on a large one), so a port already held makes it fail late, or,
+// worse, lets the readiness gate talk to whatever holds it. holders are the
+// processes listening on the port on the head.
+func ServePortFree(sshHost string, port int, holders []string) []Diagnostic {
+	if len(holders) == 0 {
+		return nil
+	}
+	return []Diagnostic{{Attr: []string{"port"},
+		Summary: "vLLM port is already in use on the head",
+		Detail: fmt.Sprintf("port = %d is held on the head (%s) by %s. vllm serve would load the model and then fail to bind "+
+			"it. Stop that program, or choose another port.", port, sshHost, strings.Join(holders, ", "))}}
+}
+
 func findNode(nodes []Node, name string) Node {
 	for _, n := range nodes {
 		if n.Name == name {

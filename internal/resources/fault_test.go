@@ -296,3 +296,39 @@ func TestAccRayCluster_orphanOfAKilledCreateIsReplaced(t *testing.T) {
 		})),
 	})
 }
+
+// A port another program holds is refused at plan, naming the program:
+// vllm serve binds it only after loading the model, and the readiness gate
+// would otherwise talk to whatever holds it. Freed, the same apply serves.
+func TestAccVLLMDeployment_portHeldRefusedAtPlan(t *testing.T) {
+	l := acctest.Lab(t)
+	head := l.Nodes[0]
+	ctx := context.Background()
+	cluster := clusterConfig(l, "", nil)
+	d := deploy{hostIP: head.ExternalIP, keyLine: keySetup(t, head, "canary-key-"+fmt.Sprint(time.Now().UnixNano()))}
+	stopSquatter := func() {
+		_, _ = lab.Exec(ctx, head, "sh", "-c", "pkill -f '[h]ttp.server 8000'; true")
+	}
+	t.Cleanup(stopSquatter)
+	r := newRefusals(t, l)
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy:             noVLLMLeft(l),
+		Steps: append(append([]resource.TestStep{{Config: cluster}}, r.steps(resource.TestStep{
+			PreConfig: func() {
+				out, err := lab.Exec(ctx, head, "sh", "-c", `setsid python3 -m http.server 8000 >/dev/null 2>&1 </dev/null &
+for i in $(seq 50); do ss -Hltn 'sport = :8000' | grep -q . && exit 0; sleep 0.2; done; echo "not listening" >&2; exit 1`)
+				if err != nil {
+					t.Fatalf("hold port 8000 on the head: %v %s", err, out)
+				}
+			},
+			Config:      cluster + d.config(l),
+			ExpectError: regexp.MustCompile(`(?s)vLLM port is already in use on the head.*port = 8000.*python3`),
+		})...), r.then(resource.TestStep{
+			PreConfig: stopSquatter,
+			Config:    cluster + d.config(l),
+			Check:     resource.TestCheckResourceAttr(deployAddr, "status", "serving"),
+		})),
+	})
+}

@@ -216,7 +216,7 @@ func where(rt runtime.Runtime) string {
 // vLLM will see it from where it runs, and against Ray's live table — or, on
 // a first plan, against what the cluster's plan concluded in this run. own is
 // the GPUs this deployment's running server holds (and frees on restart).
-func (r *vllmResource) check(ctx context.Context, m *vllmModel, own float64, diags *diag.Diagnostics) placementPlan {
+func (r *vllmResource) check(ctx context.Context, m *vllmModel, own float64, ownPort bool, diags *diag.Diagnostics) placementPlan {
 	var out placementPlan
 	spec, d := m.clusterSpec(ctx)
 	diags.Append(d...)
@@ -230,7 +230,7 @@ func (r *vllmResource) check(ctx context.Context, m *vllmModel, own float64, dia
 	}
 	// The facts are read where vllm serve will run: the runtime's container
 	// (a throwaway one from its image when none runs yet), else the host.
-	argv := spec.Runtime.ProbeArgv(transport.Script(nodefacts.Script, spec.Runtime.Ray(), "", "", "", "", m.vllmCommand()))
+	argv := spec.Runtime.ProbeArgv(transport.Script(nodefacts.Script, spec.Runtime.Ray(), "", "", strconv.FormatInt(m.Port.ValueInt64(), 10), "", m.vllmCommand()))
 	res, err := conn.Run(ctx, transport.Cmd{Step: "read head facts", Argv: argv})
 	if err != nil {
 		diags.AddAttributeError(path.Root("head").AtName("ssh_host"), "Cannot read the head", err.Error())
@@ -248,7 +248,8 @@ func (r *vllmResource) check(ctx context.Context, m *vllmModel, own float64, dia
 		return out
 	}
 	dep := preflight.Deployment{HeadFacts: facts, HeadName: raycluster.HeadName, SSHHost: m.Head.SSHHost.ValueString(), HeadIP: headIP, HostIP: m.HostIP.ValueString(),
-		Env: m.env(ctx, diags), TP: int(m.TP.ValueInt64()), PP: int(m.PP.ValueInt64()), OwnGPUs: own, ValidateIP: vllm.ValidateHostIP}
+		Env: m.env(ctx, diags), TP: int(m.TP.ValueInt64()), PP: int(m.PP.ValueInt64()), OwnGPUs: own, ValidateIP: vllm.ValidateHostIP,
+		Port: int(m.Port.ValueInt64()), PortIsOwn: ownPort}
 	if t, err := r.mgr.Snapshot(ctx, spec, m.RayAddress.ValueString()); err == nil && t.GCSUp {
 		dep.Table = &t
 	} else if err != nil {
@@ -348,7 +349,7 @@ func (r *vllmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 		return
 	}
 	var found diag.Diagnostics
-	concluded := r.check(ctx, &plan, ownGPUs(state), &found)
+	concluded := r.check(ctx, &plan, ownGPUs(state), ownGPUs(state) > 0 && state.Port.Equal(plan.Port), &found)
 	if found.HasError() && state != nil && !needsRestart(state, &plan) && state.Status.ValueString() == statusServing {
 		// The placement rules guard a launch, and this plan launches
 		// nothing: the server keeps serving, the finding is a warning, and
@@ -470,7 +471,9 @@ func (r *vllmResource) server(ctx context.Context, m *vllmModel) (vllm.Server, e
 // and reports the server log's tail, so nothing is left running.
 func (r *vllmResource) launch(ctx context.Context, m *vllmModel, own float64, sec secrets, diags *diag.Diagnostics) {
 	apiKey := sec.apiKey
-	concluded := r.check(ctx, m, own, diags) // values unknown at plan are known now: check before launch
+	// Values unknown at plan are known now: check before launch. Any
+	// server of this deployment was stopped first, so the port must be free.
+	concluded := r.check(ctx, m, own, false, diags)
 	if diags.HasError() {
 		return
 	}
@@ -514,7 +517,17 @@ func (r *vllmResource) launch(ctx context.Context, m *vllmModel, own float64, se
 		}
 		key = k
 	}
-	if err := srv.Ready(ctx, m.servedName(), key, id, nil); err != nil {
+	err = srv.Ready(ctx, m.servedName(), key, id, nil)
+	if err == nil {
+		// Ready is what answered on the port; it must be the process this
+		// apply started, not another server that held the port meanwhile.
+		if run, ferr := srv.Find(ctx); ferr != nil {
+			err = fmt.Errorf("cannot tell which process answered on port %d: %w", srv.Port, ferr)
+		} else if run.Identity != id {
+			err = fmt.Errorf("port %d answered, but from process %s, not the vllm serve this apply started (%s)", srv.Port, run.Identity, id)
+		}
+	}
+	if err != nil {
 		logPath, logTail := srv.LogTail(context.WithoutCancel(ctx), 40)
 		stopErr := srv.Stop(context.WithoutCancel(ctx), id, 10*time.Second)
 		detail := fmt.Sprintf("vllm serve on %s did not become ready: %v\n\nLast 40 lines of the server log (%s):\n%s",
@@ -596,7 +609,7 @@ func (r *vllmResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 		// an import reads back what a create writes. Findings are the next
 		// plan's business.
 		var ignored diag.Diagnostics
-		if c := r.check(ctx, &m, float64(m.TP.ValueInt64()*m.PP.ValueInt64()), &ignored); c.Executor.Name != "" {
+		if c := r.check(ctx, &m, float64(m.TP.ValueInt64()*m.PP.ValueInt64()), true, &ignored); c.Executor.Name != "" {
 			c.set(&m)
 		}
 	}
