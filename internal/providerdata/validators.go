@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -62,63 +63,49 @@ func Checked(summary, desc string, check func(string) error) StringCheck {
 	}}
 }
 
-// FloatMapCheck checks each element of a map of numbers, with its key.
-type FloatMapCheck struct {
+// MapCheck checks each known element of a map, with its key; Value reads
+// an element (false for an element that is null or unknown).
+type MapCheck[T any] struct {
 	Desc    string
 	Summary string
-	Check   func(key string, value float64) error
+	Value   func(attr.Value) (T, bool)
+	Check   func(key string, value T) error
 }
 
-func (c FloatMapCheck) Description(context.Context) string             { return c.Desc }
-func (c FloatMapCheck) MarkdownDescription(ctx context.Context) string { return c.Description(ctx) }
+func (c MapCheck[T]) Description(context.Context) string             { return c.Desc }
+func (c MapCheck[T]) MarkdownDescription(ctx context.Context) string { return c.Description(ctx) }
 
-func (c FloatMapCheck) ValidateMap(_ context.Context, req validator.MapRequest, resp *validator.MapResponse) {
+func (c MapCheck[T]) ValidateMap(_ context.Context, req validator.MapRequest, resp *validator.MapResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
 	for k, e := range req.ConfigValue.Elements() {
-		f, ok := e.(types.Float64)
-		if !ok || f.IsNull() || f.IsUnknown() {
+		v, ok := c.Value(e)
+		if !ok {
 			continue
 		}
-		if err := c.Check(k, f.ValueFloat64()); err != nil {
+		if err := c.Check(k, v); err != nil {
 			p := req.Path.AtMapKey(k)
 			resp.Diagnostics.AddAttributeError(p, c.Summary, fmt.Sprintf("%s: %s", p, err))
 		}
 	}
 }
 
-// StringMapCheck checks each element of a map of strings, with its key.
-type StringMapCheck struct {
-	Desc    string
-	Summary string
-	Check   func(key, value string) error
+func knownString(e attr.Value) (string, bool) {
+	s, ok := e.(types.String)
+	return s.ValueString(), ok && !s.IsNull() && !s.IsUnknown()
 }
 
-func (c StringMapCheck) Description(context.Context) string             { return c.Desc }
-func (c StringMapCheck) MarkdownDescription(ctx context.Context) string { return c.Description(ctx) }
-
-func (c StringMapCheck) ValidateMap(_ context.Context, req validator.MapRequest, resp *validator.MapResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	for k, e := range req.ConfigValue.Elements() {
-		s, ok := e.(types.String)
-		if !ok || s.IsNull() || s.IsUnknown() {
-			continue
-		}
-		if err := c.Check(k, s.ValueString()); err != nil {
-			p := req.Path.AtMapKey(k)
-			resp.Diagnostics.AddAttributeError(p, c.Summary, fmt.Sprintf("%s: %s", p, err))
-		}
-	}
+func knownFloat(e attr.Value) (float64, bool) {
+	f, ok := e.(types.Float64)
+	return f.ValueFloat64(), ok && !f.IsNull() && !f.IsUnknown()
 }
 
 // The config-time checks of package inputs, as validators. Each names the
 // attribute (with its map key or list index) in its message.
 var (
 	// Env checks an `env` map: shell variable names, values without NUL.
-	Env = StringMapCheck{Desc: "environment variable names and values", Summary: "Invalid env",
+	Env = MapCheck[string]{Desc: "environment variable names and values", Summary: "Invalid env", Value: knownString,
 		Check: func(k, v string) error {
 			if err := inputs.EnvKey(k); err != nil {
 				return err
@@ -126,7 +113,8 @@ var (
 			return inputs.EnvValue(k, v)
 		}}
 	// RayResources checks custom Ray resources as ray start would.
-	RayResources = FloatMapCheck{Desc: "custom Ray resources: not Ray's own names, whole quantities of at least 0", Summary: "Invalid Ray resource",
+	RayResources = MapCheck[float64]{Desc: "custom Ray resources: not Ray's own names, whole quantities of at least 0", Summary: "Invalid Ray resource",
+		Value: knownFloat,
 		Check: func(k string, q float64) error {
 			if err := inputs.ResourceName(k); err != nil {
 				return err
@@ -134,7 +122,7 @@ var (
 			return inputs.ResourceQuantity(k, q)
 		}}
 	// RayLabels checks node labels as ray start would.
-	RayLabels = StringMapCheck{Desc: "Ray node labels", Summary: "Invalid Ray label",
+	RayLabels = MapCheck[string]{Desc: "Ray node labels", Summary: "Invalid Ray label", Value: knownString,
 		Check: func(k, v string) error {
 			if err := inputs.LabelKey(k); err != nil {
 				return err

@@ -347,28 +347,22 @@ func Holder() string {
 }
 
 // The start marker says a create is starting Ray on the head for a GCS port:
-// written (on the host, in the SSH user's own 0700 directory) before the
+// written (on the host, in the SSH user's private directory) before the
 // head's ray start, removed once the create has finished or rolled back. A
 // marker found beside a Ray holding that port is an orphan of a create that
 // was killed before it could roll back, so no state knows it; without the
 // marker the same Ray is someone else's and the plan refuses to touch it.
-const markerDir = `d=/tmp/terraform-provider-spark-$(id -u)
-owned() { [ -d "$d" ] && [ ! -L "$d" ] && [ -O "$d" ]; }
-`
-
 // MarkStarting writes the start marker for the head's GCS port.
 func (m *Manager) MarkStarting(ctx context.Context, s Spec, holder string) error {
-	_, err := m.run(ctx, s.Head.Endpoint, "write the start marker", transport.Script(markerDir+`umask 077
-[ -e "$d" ] || mkdir -m 700 -- "$d" 2>/dev/null
-owned || { echo "$d is not a directory owned by $(id -un): another local user may have made it; remove it and apply again" >&2; exit 1; }
-printf '%s\n' "$2" > "$d/ray-$1.starting"`, strconv.Itoa(s.GCSPort), holder))
+	_, err := m.run(ctx, s.Head.Endpoint, "write the start marker", transport.Script(transport.PrivateDir+`private_dir
+printf '%s\n' "$2" > "$private/ray-$1.starting"`, strconv.Itoa(s.GCSPort), holder))
 	return err
 }
 
 // ClearStarting removes the start marker.
 func (m *Manager) ClearStarting(ctx context.Context, s Spec) error {
 	_, err := m.run(ctx, s.Head.Endpoint, "remove the start marker",
-		transport.Script(markerDir+`owned && rm -f -- "$d/ray-$1.starting"; true`, strconv.Itoa(s.GCSPort)))
+		transport.Script(transport.PrivateDir+`owned && rm -f -- "$private/ray-$1.starting"; true`, strconv.Itoa(s.GCSPort)))
 	return err
 }
 
@@ -377,7 +371,7 @@ func (m *Manager) ClearStarting(ctx context.Context, s Spec) error {
 // proves nothing).
 func (m *Manager) StartedBy(ctx context.Context, s Spec) (string, error) {
 	res, err := m.run(ctx, s.Head.Endpoint, "read the start marker",
-		transport.Script(markerDir+`owned && cat -- "$d/ray-$1.starting" 2>/dev/null; true`, strconv.Itoa(s.GCSPort)))
+		transport.Script(transport.PrivateDir+`owned && cat -- "$private/ray-$1.starting" 2>/dev/null; true`, strconv.Itoa(s.GCSPort)))
 	if err != nil {
 		return "", err
 	}

@@ -33,6 +33,12 @@ func hideIP(t *testing.T, n lab.Node) func() {
 	}
 }
 
+// labelledWorker gives the first worker of a cluster configuration a label:
+// a change that restarts Ray on that worker, and only there.
+func labelledWorker(config string) string {
+	return strings.Replace(config, "      num_gpus = 1\n", "      num_gpus = 1\n      labels   = { rack = \"r2\" }\n", 1)
+}
+
 // A check that fails on a cluster the plan leaves as it is warns instead of
 // failing: a plan (and so the refresh `terraform destroy` starts with) goes
 // through; a plan that would start something is still refused, and its error
@@ -41,7 +47,7 @@ func TestAccRayCluster_failingCheckDoesNotBlockAnUnchangedCluster(t *testing.T) 
 	l := acctest.Lab(t)
 	w := l.Nodes[1]
 	base := clusterConfig(l, "", map[string]string{w.Name: ""})
-	relabelled := strings.Replace(base, "      num_gpus = 1\n", "      num_gpus = 1\n      labels   = { rack = \"r2\" }\n", 1)
+	relabelled := labelledWorker(base)
 	var restore func()
 	t.Cleanup(func() {
 		if restore != nil {
@@ -195,7 +201,7 @@ func TestAccRayCluster_frozenNodeDuringPlan(t *testing.T) {
 	w := l.Nodes[1]
 	ctx := context.Background()
 	base := clusterConfig(l, "", map[string]string{w.Name: ""})
-	relabelled := strings.Replace(base, "      num_gpus = 1\n", "      num_gpus = 1\n      labels   = { rack = \"r2\" }\n", 1)
+	relabelled := labelledWorker(base)
 	frozen := false
 	thaw := func() {
 		if frozen {

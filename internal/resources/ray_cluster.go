@@ -131,16 +131,7 @@ func (r *rayClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 		n.RegisteredIP = types.StringValue(p.Registered[name])
 		n.Alive = types.BoolValue(true)
 		if kept {
-			n.NodeID = old.NodeID
-			if n.NumGPUs.IsUnknown() {
-				n.NumGPUs = old.NumGPUs
-			}
-			if n.Resources.IsUnknown() {
-				n.Resources = old.Resources
-			}
-			if n.Labels.IsUnknown() {
-				n.Labels = old.Labels
-			}
+			n.keepRunning(old)
 		} else {
 			n.NodeID = types.StringUnknown()
 		}
@@ -170,20 +161,27 @@ func (r *rayClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 func keepFromState(plan, state *clusterModel) {
 	plan.ID, plan.HeadAddress, plan.RayVersion = state.ID, state.HeadAddress, state.RayVersion
 	keep := func(n, old *rayNodeModel) {
-		n.RegisteredIP, n.Alive, n.NodeID = old.RegisteredIP, old.Alive, old.NodeID
-		if n.NumGPUs.IsUnknown() {
-			n.NumGPUs = old.NumGPUs
-		}
-		if n.Resources.IsUnknown() {
-			n.Resources = old.Resources
-		}
-		if n.Labels.IsUnknown() {
-			n.Labels = old.Labels
-		}
+		n.RegisteredIP, n.Alive = old.RegisteredIP, old.Alive
+		n.keepRunning(old)
 	}
 	keep(plan.Head, state.Head)
 	for name, w := range plan.Workers {
 		keep(w, state.Workers[name])
+	}
+}
+
+// keepRunning plans a node whose Ray keeps running: its node ID, and what
+// Ray registered where the configuration leaves it to Ray.
+func (n *rayNodeModel) keepRunning(old *rayNodeModel) {
+	n.NodeID = old.NodeID
+	if n.NumGPUs.IsUnknown() {
+		n.NumGPUs = old.NumGPUs
+	}
+	if n.Resources.IsUnknown() {
+		n.Resources = old.Resources
+	}
+	if n.Labels.IsUnknown() {
+		n.Labels = old.Labels
 	}
 }
 

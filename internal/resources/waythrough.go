@@ -23,19 +23,7 @@ const goneHint = "\n\nIf the node is gone for good, `terraform state rm <address
 
 // withHint returns diags with hint appended to every error's detail.
 func withHint(diags diag.Diagnostics, hint string) diag.Diagnostics {
-	out := make(diag.Diagnostics, 0, len(diags))
-	for _, d := range diags {
-		if d.Severity() != diag.SeverityError {
-			out = append(out, d)
-			continue
-		}
-		if p, ok := d.(diag.DiagnosticWithPath); ok {
-			out = append(out, diag.NewAttributeErrorDiagnostic(p.Path(), d.Summary(), d.Detail()+hint))
-			continue
-		}
-		out = append(out, diag.NewErrorDiagnostic(d.Summary(), d.Detail()+hint))
-	}
-	return out
+	return rewriteErrors(diags, diag.SeverityError, func(detail string) string { return detail + hint })
 }
 
 // keptRunning turns the errors of checks that guard a start into warnings,
@@ -44,17 +32,30 @@ func withHint(diags diag.Diagnostics, hint string) diag.Diagnostics {
 func keptRunning(diags diag.Diagnostics) diag.Diagnostics {
 	const why = "Nothing is started or restarted by this plan, so this is not an error now; " +
 		"a plan that starts or restarts it will refuse it until it is fixed.\n\n"
+	return rewriteErrors(diags, diag.SeverityWarning, func(detail string) string { return why + detail })
+}
+
+// rewriteErrors gives every error of diags the severity to and a new
+// detail, keeping its summary and attribute path; other diagnostics pass.
+func rewriteErrors(diags diag.Diagnostics, to diag.Severity, detail func(string) string) diag.Diagnostics {
 	out := make(diag.Diagnostics, 0, len(diags))
 	for _, d := range diags {
 		if d.Severity() != diag.SeverityError {
 			out = append(out, d)
 			continue
 		}
-		if p, ok := d.(diag.DiagnosticWithPath); ok {
-			out = append(out, diag.NewAttributeWarningDiagnostic(p.Path(), d.Summary(), why+d.Detail()))
-			continue
+		n := newDiagnostic(to, d.Summary(), detail(d.Detail()))
+		if dp, ok := d.(diag.DiagnosticWithPath); ok {
+			n = diag.WithPath(dp.Path(), n)
 		}
-		out = append(out, diag.NewWarningDiagnostic(d.Summary(), why+d.Detail()))
+		out = append(out, n)
 	}
 	return out
+}
+
+func newDiagnostic(s diag.Severity, summary, detail string) diag.Diagnostic {
+	if s == diag.SeverityWarning {
+		return diag.NewWarningDiagnostic(summary, detail)
+	}
+	return diag.NewErrorDiagnostic(summary, detail)
 }

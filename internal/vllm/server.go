@@ -84,9 +84,8 @@ func (s Server) Dir(ctx context.Context) (string, error) {
 // Stop sends SIGTERM, then SIGKILL after grace, verifies the port closed
 // and removes the env file, which holds the API key.
 func (s Server) Stop(ctx context.Context, identity string, grace time.Duration) error {
-	dir, _ := s.Dir(ctx) // a directory that fails the check is not ours to clean
 	_, err := s.Conn.Run(ctx, s.cmd("stop vLLM", transport.Script(StopScript,
-		identity, strconv.Itoa(s.Port), strconv.Itoa(int(grace.Seconds())), dir), nil))
+		identity, strconv.Itoa(s.Port), strconv.Itoa(int(grace.Seconds())), ""), nil))
 	return err
 }
 

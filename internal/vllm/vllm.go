@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
+	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
 // ServeOptions describe one `vllm serve`.
@@ -121,22 +122,13 @@ func ValidateHostIP(v string) error {
 	return nil
 }
 
-// DirScript makes, or checks, the private directory where a deployment on
-// port $2 keeps its env file (which holds the API key), pid and log, and
-// prints it: <base>/vllm-<port>, base being $1 or, when $1 is empty,
-// /tmp/terraform-provider-spark-<uid>. The base is per user, and used only
-// when it is a real directory owned by this user: a directory another local
-// user made first (in /tmp anyone can) would let them read the key or
-// replace the env file that the launch sources, running code as this user.
-const DirScript = `base=$1 port=$2
-[ -n "$base" ] || base=/tmp/terraform-provider-spark-$(id -u)
-umask 077
-[ -e "$base" ] || [ -L "$base" ] || mkdir -m 700 -- "$base" 2>/dev/null || true
-if [ -L "$base" ] || [ ! -d "$base" ] || [ ! -O "$base" ]; then
-  echo "$base is not a directory owned by $(id -un) (owner: $(stat -c %U -- "$base" 2>/dev/null || echo none)): another local user may have made it to read the vLLM environment file, which holds the API key, or to run code as $(id -un). Remove it (as its owner or root) and apply again." >&2
-  exit 1
-fi
-chmod 700 -- "$base" && mkdir -p -- "$base/vllm-$port" && chmod 700 -- "$base/vllm-$port" && echo "$base/vllm-$port"`
+// DirScript makes, or checks, the directory where a deployment on port $2
+// keeps its env file (which holds the API key), pid and log, and prints it:
+// vllm-<port> in the SSH user's private directory (transport.PrivateDir;
+// $1, when not empty, names another one).
+const DirScript = `private=$1 port=$2
+` + transport.PrivateDir + `private_dir
+mkdir -p -- "$private/vllm-$port" && chmod 700 -- "$private/vllm-$port" && echo "$private/vllm-$port"`
 
 // LaunchScript starts the server detached from the SSH session. $1 is the
 // state directory, $2 an optional API key file on the node, the rest the
@@ -166,7 +158,9 @@ if [ -n "$st" ] && [ "${st%% *}" != Z ] && [ "$(echo "$st" | cut -d' ' -f20)" = 
 
 // StopScript stops the server: SIGTERM to its process group, SIGKILL after
 // $3 seconds, then checks port $2 is closed, and removes the env file (it
-// holds the API key) from directory $4 when given. $1 is the identity. The server
+// holds the API key) from directory $4, by default the deployment's own in
+// the SSH user's private directory (never made here, only cleaned when it
+// passes the owner check). $1 is the identity. The server
 // leads its own process group (LaunchScript's setsid); when the leader is
 // already gone — crashed, or killed by hand — members of its group may live
 // on: vLLM's EngineCore (titled "VLLM::EngineCore", so no "vllm serve" in its
@@ -174,6 +168,8 @@ if [ -n "$st" ] && [ "${st%% *}" != Z ] && [ "$(echo "$st" | cut -d' ' -f20)" = 
 // They are ours: the kernel does not reuse a PID while a process group of
 // that number has members.
 const StopScript = `pid=${1%%:*} start=${1#*:} port=$2 grace=$3 dir=$4
+private=
+` + transport.PrivateDir + `[ -n "$dir" ] || ! owned || dir=$private/vllm-$port
 same() { st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) && [ "${st%% *}" != Z ] && [ "$(echo "$st" | cut -d' ' -f20)" = "$start" ]; }
 group() { [ -n "$pid" ] && pgrep -g "$pid" >/dev/null 2>&1; }
 if [ -n "$pid" ] && same; then
