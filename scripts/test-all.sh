@@ -39,6 +39,7 @@ phase docs-check     make --no-print-directory docs-check
 phase release-check  make --no-print-directory release-check
 phase acc-terraform  make --no-print-directory testacc-terraform
 phase acc-opentofu   make --no-print-directory testacc-tofu
+phase module-test    make --no-print-directory test-module
 
 echo "=== all phases passed"
 printf '%s\n' "${timings[@]}"
