@@ -162,6 +162,18 @@ func TestAccRayCluster_fabricLifecycle(t *testing.T) {
 				ImportStateVerifyIgnore: []string{"runtime", "timeouts", "head.node_ip"},
 			},
 			{
+				// The same with an import block: the plan adopts the running
+				// cluster in place, restarting nothing.
+				ResourceName:       clusterAddr,
+				ImportState:        true,
+				ImportStateKind:    resource.ImportBlockWithID,
+				ImportStateId:      head.SSHHost + "," + w.Name + "=" + w.SSHHost,
+				ExpectNonEmptyPlan: true,
+				ImportPlanChecks: resource.ImportPlanChecks{PreApply: []plancheck.PlanCheck{
+					acctest.ExpectAdoptedInPlace(clusterAddr),
+				}},
+			},
+			{
 				// Remove the worker: Ray stops there only; the head keeps its node_id.
 				Config: headOnly,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{

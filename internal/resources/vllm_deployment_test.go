@@ -294,6 +294,17 @@ func TestAccVLLMDeployment_fieldReportLegacyExecutor(t *testing.T) {
 		ImportStateVerify: true,
 		// Not readable back from the server: how the key and settings were given.
 		ImportStateVerifyIgnore: []string{"api_key_wo", "api_key_wo_version", "secret_env_wo", "secret_env_wo_version", "api_key_file", "env", "runtime", "timeouts"},
+	}, resource.TestStep{
+		// The same with an import block: the plan adopts the running server
+		// in place, restarting nothing.
+		ResourceName:       deployAddr,
+		ImportState:        true,
+		ImportStateKind:    resource.ImportBlockWithID,
+		ImportStateId:      head.SSHHost + ":8000",
+		ExpectNonEmptyPlan: true,
+		ImportPlanChecks: resource.ImportPlanChecks{PreApply: []plancheck.PlanCheck{
+			acctest.ExpectAdoptedInPlace(deployAddr),
+		}},
 	})
 	second := deploy{name: "second", hostIP: head.ExternalIP, env: legacyExecutor, tp: 2, port: 8001}
 	steps = append(steps, r.steps(
