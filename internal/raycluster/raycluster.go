@@ -11,13 +11,17 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
@@ -484,8 +488,12 @@ func (m *Manager) Start(ctx context.Context, s Spec, n NodeSpec, headIP, registe
 	if err != nil {
 		return err
 	}
-	_, err = c.Run(ctx, transport.Cmd{Step: step, Argv: s.Runtime.Wrap(append([]string{"setsid", "-w"}, argv...), true), Stdin: envFile})
-	return err
+	start := time.Now()
+	if _, err = c.Run(ctx, transport.Cmd{Step: step, Argv: s.Runtime.Wrap(append([]string{"setsid", "-w"}, argv...), true), Stdin: envFile}); err != nil {
+		return err
+	}
+	tflog.Info(ctx, "Ray started", map[string]any{"node": n.Name, "host": n.Endpoint.Host, "duration_ms": time.Since(start).Milliseconds()})
+	return nil
 }
 
 // Stop stops Ray on one node (and removes its container), and verifies no
@@ -496,8 +504,11 @@ func (m *Manager) Stop(ctx context.Context, s Spec, n NodeSpec) error {
 		_, err := m.run(ctx, n.Endpoint, "remove runtime container on "+n.Name, argv)
 		return err
 	}
-	_, err := m.run(ctx, n.Endpoint, "stop Ray on "+n.Name, ray.StopArgv(s.Runtime.Ray()))
-	return err
+	if _, err := m.run(ctx, n.Endpoint, "stop Ray on "+n.Name, ray.StopArgv(s.Runtime.Ray())); err != nil {
+		return err
+	}
+	tflog.Info(ctx, "Ray stopped", map[string]any{"node": n.Name, "host": n.Endpoint.Host})
+	return nil
 }
 
 // RegistrationError says Ray registered a node under another address than
@@ -540,6 +551,9 @@ func (m *Manager) WaitRegistered(ctx context.Context, s Spec, gcsAddr string, wa
 				}
 			}
 			if missing == "" {
+				for _, name := range slices.Sorted(maps.Keys(want)) {
+					tflog.Info(ctx, "Ray node registered", map[string]any{"node": name, "ip": want[name], "waited_ms": time.Since(start).Milliseconds()})
+				}
 				return t, nil
 			}
 			lastErr = &RegistrationError{Node: missing, Want: want[missing], Waited: time.Since(start)}

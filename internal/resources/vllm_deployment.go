@@ -517,6 +517,8 @@ func (r *vllmResource) launch(ctx context.Context, m *vllmModel, own float64, se
 		}
 		key = k
 	}
+	tflog.Info(ctx, "vLLM launched, loading the model", map[string]any{"node": srv.Conn.Addr(), "process": id, "model": m.Model.ValueString()})
+	loading := time.Now()
 	err = srv.Ready(ctx, m.servedName(), key, id, nil)
 	if err == nil {
 		// Ready is what answered on the port; it must be the process this
@@ -538,6 +540,7 @@ func (r *vllmResource) launch(ctx context.Context, m *vllmModel, own float64, se
 		diags.AddError("vLLM did not become ready", detail)
 		return
 	}
+	tflog.Info(ctx, "vLLM ready", map[string]any{"node": srv.Conn.Addr(), "process": id, "waited_ms": time.Since(loading).Milliseconds()})
 	m.ProcessIdentity = types.StringValue(id)
 	concluded.set(m)
 	m.Status = types.StringValue(statusServing)

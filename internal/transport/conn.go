@@ -141,7 +141,12 @@ func (c *Conn) acquireSession(ctx context.Context) (func(), error) {
 
 // Run runs cmd and waits. A non-zero exit is an *Error carrying the exit
 // status and the tail of stderr; Result is returned either way.
-func (c *Conn) Run(ctx context.Context, cmd Cmd) (*Result, error) {
+func (c *Conn) Run(ctx context.Context, cmd Cmd) (res *Result, err error) {
+	defer logStep(ctx, c.addr, cmd, time.Now(), &err)
+	return c.run(ctx, cmd)
+}
+
+func (c *Conn) run(ctx context.Context, cmd Cmd) (*Result, error) {
 	fail := func(err error) error { return &Error{Host: c.addr, Step: cmd.Step, ExitStatus: -1, Err: err} }
 	if len(cmd.Argv) == 0 {
 		return nil, fail(errors.New("empty command"))
@@ -241,7 +246,12 @@ func (h *Held) Release() {
 // Hold starts cmd and returns once it prints the line ready on stdout. The
 // command keeps running (holding a session) until Release. If it exits
 // before printing ready, its exit status and stderr are the error.
-func (c *Conn) Hold(ctx context.Context, cmd Cmd, ready string) (*Held, error) {
+func (c *Conn) Hold(ctx context.Context, cmd Cmd, ready string) (h *Held, err error) {
+	defer logStep(ctx, c.addr, cmd, time.Now(), &err)
+	return c.hold(ctx, cmd, ready)
+}
+
+func (c *Conn) hold(ctx context.Context, cmd Cmd, ready string) (*Held, error) {
 	fail := func(err error) error { return &Error{Host: c.addr, Step: cmd.Step, ExitStatus: -1, Err: err} }
 	release, err := c.acquireSession(ctx)
 	if err != nil {

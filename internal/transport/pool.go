@@ -291,7 +291,12 @@ func (p *Pool) clientConfig(e Endpoint, pinned ssh.PublicKey, seen *ssh.PublicKe
 // dial connects to e, through the bastion when one is configured. The TCP
 // dial and the SSH handshake are both bounded by ctx and ConnectTimeout, so
 // a silent server never hangs a plan.
-func (p *Pool) dial(ctx context.Context, e Endpoint, pinned ssh.PublicKey) (*Conn, error) {
+func (p *Pool) dial(ctx context.Context, e Endpoint, pinned ssh.PublicKey) (c *Conn, err error) {
+	defer logConnect(ctx, e, p.cfg.Bastion != nil, time.Now(), &c, &err)
+	return p.connect(ctx, e, pinned)
+}
+
+func (p *Pool) connect(ctx context.Context, e Endpoint, pinned ssh.PublicKey) (*Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.ConnectTimeout)
 	defer cancel()
 	fail := func(step string, err error) (*Conn, error) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 )
 
 // Readiness is what WaitReady needs.
@@ -39,6 +40,9 @@ func WaitReady(ctx context.Context, r Readiness) error {
 	c := retryablehttp.NewClient()
 	c.HTTPClient = &http.Client{Transport: r.Transport, Timeout: 30 * time.Second}
 	c.Logger = r.Logger
+	if r.Logger == nil {
+		c.Logger = httpLog{ctx}
+	}
 	c.RetryMax = 2
 	c.RetryWaitMin, c.RetryWaitMax = 200*time.Millisecond, 2*time.Second
 	c.ErrorHandler = retryablehttp.PassthroughErrorHandler
@@ -56,6 +60,7 @@ func WaitReady(ctx context.Context, r Readiness) error {
 		if err == nil {
 			return nil
 		}
+		tflog.Debug(ctx, "vLLM not ready yet", map[string]any{"stage": err.Stage, "detail": err.Detail})
 		last = err
 		select {
 		case <-ctx.Done():
@@ -66,7 +71,7 @@ func WaitReady(ctx context.Context, r Readiness) error {
 	}
 }
 
-func probe(ctx context.Context, c *retryablehttp.Client, r Readiness) error {
+func probe(ctx context.Context, c *retryablehttp.Client, r Readiness) *NotReadyError {
 	do := func(method, path string, body any) (int, []byte, error) {
 		var rd io.Reader
 		if body != nil {
