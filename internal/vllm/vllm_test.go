@@ -1,6 +1,7 @@
 package vllm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/terraform-plugin-log/tflogtest"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
@@ -88,6 +91,25 @@ func TestParseFind(t *testing.T) {
 
 // Launch, status and stop scripts, run for real with the local shell
 // against a stand-in process.
+// running lists the pids of processes whose command line matches pattern,
+// leaving out zombies: a killed child is a zombie until its new parent reaps
+// it, and whether that takes a millisecond or a second depends on what PID 1
+// of the machine running the tests does (this was the test's flakiness).
+func running(pattern string) string {
+	out, _ := exec.Command("pgrep", "-f", pattern).Output()
+	var live []string
+	for _, pid := range strings.Fields(string(out)) {
+		st, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:])); len(f) > 0 && f[0] != "Z" {
+			live = append(live, pid)
+		}
+	}
+	return strings.Join(live, " ")
+}
+
 func TestLaunchStatusStopScripts(t *testing.T) {
 	dir := t.TempDir()
 	if out, err := exec.Command("/bin/sh", "-c", `umask 077; printf 'GREETING=hi\n' > "$1/env"`, "sh", dir).CombinedOutput(); err != nil {
@@ -118,7 +140,7 @@ func TestLaunchStatusStopScripts(t *testing.T) {
 	if status() != "gone" {
 		t.Fatal("process survived stop")
 	}
-	if o, _ := exec.Command("pgrep", "-f", child).Output(); len(o) > 0 {
+	if o := running(child); o != "" {
 		t.Fatalf("the server's child (%s) survived stop: pid %s", child, o)
 	}
 	if o, _ := exec.Command("/bin/sh", "-c", LogTailScript, "sh", dir, "5").Output(); strings.TrimSpace(string(o)) != "hi" {
@@ -139,13 +161,13 @@ func TestLaunchStatusStopScripts(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
-	if o, _ := exec.Command("pgrep", "-f", child).Output(); len(o) == 0 {
+	if running(child) == "" {
 		t.Fatal("test setup: the child should outlive its leader")
 	}
 	if o, err := exec.Command("/bin/sh", "-c", StopScript, "sh", id, "1", "2", dir).CombinedOutput(); err != nil {
 		t.Fatalf("stop: %v %s", err, o)
 	}
-	if o, _ := exec.Command("pgrep", "-f", child).Output(); len(o) > 0 {
+	if o := running(child); o != "" {
 		t.Fatalf("the dead server's child (%s) survived stop: pid %s", child, o)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "env")); !os.IsNotExist(err) {
@@ -279,4 +301,38 @@ func FuzzParseServeArgv(f *testing.F) {
 			t.Fatalf("parsed without a model: %q", cmdline)
 		}
 	})
+}
+
+// With TF_LOG=debug the readiness polling shows each request and why the
+// server is not ready yet, and never the API key.
+func TestWaitReadyLogsEachRequestAndNotTheKey(t *testing.T) {
+	const key = "CANARY-api-key-77d1"
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) <= 3 || r.Header.Get("Authorization") != "Bearer "+key { // 3: one probe, retries included
+			w.WriteHeader(503)
+			return
+		}
+		switch r.URL.Path {
+		case "/v1/models":
+			_ = json.NewEncoder(w).Encode(map[string]any{"data": []map[string]string{{"id": "m"}}})
+		default:
+			_ = json.NewEncoder(w).Encode(map[string]any{})
+		}
+	}))
+	t.Cleanup(srv.Close)
+	var buf bytes.Buffer
+	ctx, cancel := context.WithTimeout(tflogtest.RootLogger(context.Background(), &buf), 30*time.Second)
+	defer cancel()
+	if err := WaitReady(ctx, Readiness{BaseURL: srv.URL, ServedName: "m", APIKey: key, Transport: http.DefaultTransport}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), key) {
+		t.Fatalf("the log holds the API key:\n%s", buf.String())
+	}
+	for _, want := range []string{`"@message":"performing request"`, `"subsystem":"retryablehttp"`, `"@message":"vLLM not ready yet"`, `"stage":"/health"`} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("the log has no %s:\n%s", want, buf.String())
+		}
+	}
 }
