@@ -39,7 +39,7 @@ func CheckDeployment(d Deployment) (Concluded, []Diagnostic) {
 	found = append(found, conflict...)
 	if source == "env" && d.ValidateIP != nil {
 		if err := d.ValidateIP(hostIP); err != nil {
-			found = append(found, Diagnostic{Attr: []string{"env"}, Summary: "Invalid env.VLLM_HOST_IP", Detail: err.Error()})
+			found = append(found, Diagnostic{Rule: D2, Attr: []string{"env"}, Summary: "Invalid env.VLLM_HOST_IP", Detail: err.Error()})
 		}
 	}
 	flag := ExecutorFlag{}

@@ -33,7 +33,7 @@ type HostIPSources struct{ HostIP, Env, Head string }
 func HostIPConflict(s HostIPSources) (string, string, []Diagnostic) {
 	switch {
 	case s.HostIP != "" && s.Env != "" && s.HostIP != s.Env:
-		return s.HostIP, "host_ip", []Diagnostic{{Attr: []string{"env"},
+		return s.HostIP, "host_ip", []Diagnostic{{Rule: D2, Attr: []string{"env"},
 			Summary: "host_ip and env.VLLM_HOST_IP disagree",
 			Detail: fmt.Sprintf("host_ip = %q but env sets VLLM_HOST_IP = %q. Both become vLLM's VLLM_HOST_IP; give it once, "+
 				"as host_ip, and remove VLLM_HOST_IP from env.", s.HostIP, s.Env)}}
@@ -86,7 +86,7 @@ func PlacementIdentity(p Placement) []Diagnostic {
 		if p.Source == "" {
 			return nil // vLLM detects, and uses Ray's addresses anyway: nothing to say
 		}
-		return []Diagnostic{{Warning: true, Attr: sourceAttr(p.Source),
+		return []Diagnostic{{Rule: D1, Warning: true, Attr: sourceAttr(p.Source),
 			Summary: "VLLM_HOST_IP is not the address Ray registered for the head (this vLLM serves anyway)",
 			Detail: fmt.Sprintf("VLLM_HOST_IP = %s (from %s), but Ray %s the head as node:%s.\n"+
 				"vLLM %s runs %s (%s): it pins nothing to node:<VLLM_HOST_IP> and takes node addresses from Ray, so this deployment will serve.\n"+
@@ -108,7 +108,7 @@ func PlacementIdentity(p Placement) []Diagnostic {
 	if v, ok := ParseVLLMVersion(e.Version); ok && atLeast(v, firstV2) && !atLeast(v, onlyV2) {
 		fixes += fmt.Sprintf("\n  Or let vLLM %s use RayExecutorV2, which pins nothing: env = { %s = \"1\" }.", e.Version, ExecutorEnv)
 	}
-	return []Diagnostic{{Attr: sourceAttr(p.Source),
+	return []Diagnostic{{Rule: D1, Attr: sourceAttr(p.Source),
 		Summary: "vLLM placement address does not match the address Ray registered for the head",
 		Detail: fmt.Sprintf("vLLM would pin its placement group to node:%s (from %s), but Ray %s the head as node:%s.\n"+
 			"vLLM %s runs %s (%s), which pins bundle 0 to node:<VLLM_HOST_IP>.\n"+
@@ -173,7 +173,7 @@ func ParallelFits(p Placement, planned *PlannedGPUs, own float64) []Diagnostic {
 		if planned == nil || float64(need) <= planned.Total {
 			return nil
 		}
-		return []Diagnostic{{Attr: attr, Summary: "Tensor x pipeline parallel size exceeds the cluster's GPUs",
+		return []Diagnostic{{Rule: D8, Attr: attr, Summary: "Tensor x pipeline parallel size exceeds the cluster's GPUs",
 			Detail: fmt.Sprintf("tensor_parallel_size %d x pipeline_parallel_size %d = %d GPUs, but the cluster planned with it will "+
 				"register %g (%s). vLLM would wait for a placement group that can never be placed. Lower the sizes, or add workers with GPUs.",
 				p.TP, p.PP, need, planned.Total, planned.Nodes)}}
@@ -185,7 +185,7 @@ func ParallelFits(p Placement, planned *PlannedGPUs, own float64) []Diagnostic {
 		}
 	}
 	if float64(need) > total {
-		return []Diagnostic{{Attr: attr, Summary: "Tensor x pipeline parallel size exceeds the cluster's GPUs",
+		return []Diagnostic{{Rule: D8, Attr: attr, Summary: "Tensor x pipeline parallel size exceeds the cluster's GPUs",
 			Detail: fmt.Sprintf("tensor_parallel_size %d x pipeline_parallel_size %d = %d GPUs, but the alive nodes Ray registered have %g "+
 				"(%s). vLLM would wait for a placement group that can never be placed. Lower the sizes, or add workers with GPUs.",
 				p.TP, p.PP, need, total, labels(p))}}
@@ -204,7 +204,7 @@ func ParallelFits(p Placement, planned *PlannedGPUs, own float64) []Diagnostic {
 		return nil
 	}
 	sort.Strings(holders)
-	return []Diagnostic{{Attr: attr, Summary: "Not enough free GPUs: other deployments hold them",
+	return []Diagnostic{{Rule: D8, Attr: attr, Summary: "Not enough free GPUs: other deployments hold them",
 		Detail: fmt.Sprintf("tensor_parallel_size %d x pipeline_parallel_size %d = %d GPUs, but only %g of the cluster's %g are free: "+
 			"held are %s. vLLM would wait for its placement group until 1800 s pass (\"Cannot provide a placement group requiring %d GPUs\"). "+
 			"Stop the deployment that holds them, lower the sizes, or add workers with GPUs.",
@@ -242,7 +242,7 @@ func ServeBesideRay(s ServeSite) []Diagnostic {
 	default:
 		found = fmt.Sprintf("but the cluster's runtime puts Ray %s", s.Ray)
 	}
-	return []Diagnostic{{Attr: []string{"runtime"}, Summary: "vllm serve would run outside the head's Ray",
+	return []Diagnostic{{Rule: D11, Attr: []string{"runtime"}, Summary: "vllm serve would run outside the head's Ray",
 		Detail: fmt.Sprintf("vllm serve would run %s on %s, %s; ray_address is %q. vLLM would attach to the wrong "+
 			"Ray or start a new local one, whose only GPU is the head's. Give the deployment the runtime the cluster "+
 			"runs in: runtime = spark_ray_cluster.<name>.runtime.", s.Serve, s.SSHHost, found, s.RayAddress)}}

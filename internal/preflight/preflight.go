@@ -18,6 +18,7 @@ import (
 // Terraform's own notation (head.node_ip, workers["spark2"].node_ip), or
 // "" for the resource as a whole.
 type Diagnostic struct {
+	Rule    Rule // the catalogue's code (rules.go)
 	Warning bool
 	Node    string
 	Attr    []string // path steps; a step "[key]" is a map key
@@ -83,7 +84,7 @@ func NodeIPBound(n Node) []Diagnostic {
 	if err != nil || n.Facts.HasAddress(ip) {
 		return nil
 	}
-	return []Diagnostic{{Node: n.Name, Attr: n.attr("node_ip"),
+	return []Diagnostic{{Rule: D3, Node: n.Name, Attr: n.attr("node_ip"),
 		Summary: "node_ip is not an address of this node",
 		Detail: fmt.Sprintf("%s (%s): node_ip = %q, but the node's addresses are: %s. Ray would register an address nothing "+
 			"listens on and its processes would fail to bind. Set node_ip to one of the node's addresses (its fabric address "+
@@ -100,7 +101,7 @@ func PredictHeadIP(head Node) (string, []Diagnostic) {
 	if head.Facts.DefaultRouteIP != "" {
 		return head.Facts.DefaultRouteIP, nil
 	}
-	return "", []Diagnostic{{Node: head.Name, Attr: head.attr("node_ip"),
+	return "", []Diagnostic{{Rule: D14, Node: head.Name, Attr: head.attr("node_ip"),
 		Summary: "Cannot predict the head's Ray address",
 		Detail: fmt.Sprintf("head (%s) has no default route, so Ray's own detection (the route to 8.8.8.8) would fall back to "+
 			"hostname resolution or 127.0.0.1. Set head.node_ip to the address workers should join (one of: %s).",
@@ -116,7 +117,7 @@ func PredictWorkerIP(w Node, headIP string) (string, []Diagnostic) {
 	if w.Facts.RouteTo != nil && w.Facts.RouteTo.Src != "" {
 		return w.Facts.RouteTo.Src, nil
 	}
-	return "", []Diagnostic{{Node: w.Name, Attr: w.attr("node_ip"),
+	return "", []Diagnostic{{Rule: D5, Node: w.Name, Attr: w.attr("node_ip"),
 		Summary: "Worker has no route to the head",
 		Detail: fmt.Sprintf("worker %q (%s) has no route to the head's Ray address %s, so it can neither join nor detect its own "+
 			"address. Its addresses: %s. Give the head a node_ip on a network this worker shares, or fix the worker's network.",
@@ -131,13 +132,13 @@ func WorkerReachesHead(w Node, headIP string, gcsPort int) []Diagnostic {
 	r := w.Facts.RouteTo
 	switch {
 	case r == nil:
-		return []Diagnostic{{Node: w.Name, Attr: w.attr("ssh_host"),
+		return []Diagnostic{{Rule: D5, Node: w.Name, Attr: w.attr("ssh_host"),
 			Summary: "Worker cannot reach the head",
 			Detail: fmt.Sprintf("worker %q (%s) has no route to the head's Ray address %s:%d. Its addresses: %s. "+
 				"Connect the worker to the head's network, or give the head a node_ip on a network the worker shares.",
 				w.Name, w.SSHHost, headIP, gcsPort, addresses(w.Facts))}}
 	case r.Gateway != "":
-		return []Diagnostic{{Node: w.Name, Attr: w.attr("ssh_host"),
+		return []Diagnostic{{Rule: D5, Node: w.Name, Attr: w.attr("ssh_host"),
 			Summary: "Worker reaches the head only through a gateway",
 			Detail: fmt.Sprintf("worker %q (%s) would reach the head's Ray address %s through gateway %s on %s, not over a shared "+
 				"network: it is not on the head's fabric (its addresses: %s). Ray and NCCL traffic would leave the fabric or fail. "+
@@ -145,7 +146,7 @@ func WorkerReachesHead(w Node, headIP string, gcsPort int) []Diagnostic {
 				w.Name, w.SSHHost, headIP, r.Gateway, r.Dev, addresses(w.Facts))}}
 	}
 	if t := w.Facts.TCP; t != "" && t != "open" && t != "unknown" {
-		return []Diagnostic{{Node: w.Name, Attr: w.attr("ssh_host"),
+		return []Diagnostic{{Rule: D5, Node: w.Name, Attr: w.attr("ssh_host"),
 			Summary: "Worker cannot open the head's GCS port",
 			Detail: fmt.Sprintf("worker %q (%s) has a route to %s but a TCP connection to %s:%d failed (%s). "+
 				"Check firewalls between the nodes and that gcs_port is right.", w.Name, w.SSHHost, headIP, headIP, gcsPort, t)}}
@@ -168,7 +169,7 @@ func UniqueIPs(nodes []Node, registered map[string]string) []Diagnostic {
 			continue
 		}
 		n := findNode(nodes, names[1])
-		out = append(out, Diagnostic{Node: names[1], Attr: n.attr("node_ip"),
+		out = append(out, Diagnostic{Rule: D13, Node: names[1], Attr: n.attr("node_ip"),
 			Summary: "Two nodes would register the same IP",
 			Detail: fmt.Sprintf("nodes %s would all register %s with Ray. Ray keys nodes by IP (node:%s); vLLM refuses "+
 				"clusters where \"every node should have a unique IP address\". Give each node its own node_ip, or check ssh_host.",
@@ -182,12 +183,13 @@ func UniqueIPs(nodes []Node, registered map[string]string) []Diagnostic {
 func SameVersions(nodes []Node) []Diagnostic {
 	var out []Diagnostic
 	for _, what := range []struct {
+		rule Rule
 		name string
 		get  func(nodefacts.Facts) string
 		fix  string
 	}{
-		{"Ray", func(f nodefacts.Facts) string { return f.RayVersion }, "install the same Ray version on every node (pip install ray==<version>)"},
-		{"Python", func(f nodefacts.Facts) string { return f.PythonVersion }, "run Ray under the same Python minor version on every node"},
+		{D6, "Ray", func(f nodefacts.Facts) string { return f.RayVersion }, "install the same Ray version on every node (pip install ray==<version>)"},
+		{D7, "Python", func(f nodefacts.Facts) string { return f.PythonVersion }, "run Ray under the same Python minor version on every node"},
 	} {
 		seen := map[string][]string{}
 		var missing []string
@@ -200,7 +202,7 @@ func SameVersions(nodes []Node) []Diagnostic {
 			seen[v] = append(seen[v], n.Name)
 		}
 		if len(missing) > 0 {
-			out = append(out, Diagnostic{Summary: what.name + " not found on a node",
+			out = append(out, Diagnostic{Rule: what.rule, Summary: what.name + " not found on a node",
 				Detail: fmt.Sprintf("%s was not found on %s. Install it, or point runtime.host.ray_command at it.", what.name, strings.Join(missing, ", "))})
 		}
 		if len(seen) > 1 {
@@ -208,7 +210,7 @@ func SameVersions(nodes []Node) []Diagnostic {
 			for _, v := range sortedKeys(seen) {
 				parts = append(parts, fmt.Sprintf("%s on %s", v, strings.Join(seen[v], ", ")))
 			}
-			out = append(out, Diagnostic{Summary: what.name + " versions differ across nodes",
+			out = append(out, Diagnostic{Rule: what.rule, Summary: what.name + " versions differ across nodes",
 				Detail: fmt.Sprintf("%s %s. Ray refuses to join nodes whose versions differ. Fix: %s.", what.name, strings.Join(parts, "; "), what.fix)})
 		}
 	}
@@ -233,7 +235,7 @@ func WorkerHostIP(env map[string]string, nodes []Node, registered map[string]str
 	if len(wrong) == 0 {
 		return nil
 	}
-	return []Diagnostic{{Attr: []string{"env"},
+	return []Diagnostic{{Rule: D10, Attr: []string{"env"},
 		Summary: "VLLM_HOST_IP in env does not match the nodes' Ray addresses",
 		Detail: fmt.Sprintf("env VLLM_HOST_IP = %q reaches Ray on every node, but %s. vLLM's worker actors read VLLM_HOST_IP from "+
 			"their raylet's environment, so their addresses would disagree with Ray's and vLLM's unique-IP checks fail. Remove "+
@@ -255,7 +257,7 @@ func TokenAuthSupported(nodes []Node) []Diagnostic {
 	if len(old) == 0 {
 		return nil
 	}
-	return []Diagnostic{{Attr: []string{"auth_mode"},
+	return []Diagnostic{{Rule: D16, Attr: []string{"auth_mode"},
 		Summary: "Ray too old for token authentication",
 		Detail: fmt.Sprintf("auth_mode = \"token\" needs Ray %s or later, but %s: it would run without authentication. "+
 			"Upgrade Ray on every node, or set auth_mode = \"disabled\" knowingly.", tokenAuthSince, strings.Join(old, ", "))}}
@@ -304,13 +306,13 @@ func Interfaces(env map[string]string, nodes []Node, registered map[string]strin
 				ip := registered[n.Name]
 				switch {
 				case !found:
-					out = append(out, Diagnostic{Node: n.Name, Attr: []string{"env"},
+					out = append(out, Diagnostic{Rule: D9, Node: n.Name, Attr: []string{"env"},
 						Summary: "Interface named in env does not exist",
 						Detail: fmt.Sprintf("env %s = %q, but %s (%s) has no interface %q (its interfaces: %s). "+
 							"Use an interface that exists on every node with the same name, or set the variable per node.",
 							v, val, n.Name, n.SSHHost, name, ifaceNames(n.Facts))})
 				case ip != "" && !carries(iface, ip):
-					out = append(out, Diagnostic{Node: n.Name, Attr: []string{"env"},
+					out = append(out, Diagnostic{Rule: D9, Node: n.Name, Attr: []string{"env"},
 						Summary: "Interface named in env does not carry the node's Ray address",
 						Detail: fmt.Sprintf("env %s = %q, but on %s (%s) interface %s carries %s, not %s, the address Ray registers "+
 							"for that node. Collective traffic would run on another network than Ray's. Name the interface "+
@@ -328,7 +330,7 @@ func GPUs(n Node) []Diagnostic {
 	if n.NumGPUs == nil || !n.Facts.HasNvidiaSMI || *n.NumGPUs <= int64(n.Facts.GPUCount) {
 		return nil
 	}
-	return []Diagnostic{{Node: n.Name, Attr: n.attr("num_gpus"),
+	return []Diagnostic{{Rule: D15, Node: n.Name, Attr: n.attr("num_gpus"),
 		Summary: "num_gpus exceeds the node's GPUs",
 		Detail: fmt.Sprintf("%s (%s): num_gpus = %d, but nvidia-smi lists %d GPU(s). Ray would advertise GPUs that do not "+
 			"exist and tasks placed on them would fail. Set num_gpus to at most %d, or leave it unset to let Ray count them.",
@@ -347,7 +349,7 @@ func GCSPortFree(head Node, port int, startedBy string) []Diagnostic {
 	}
 	holders := strings.Join(head.Facts.Listeners, ", ")
 	if startedBy != "" && strings.Contains(holders, "gcs_server") {
-		return []Diagnostic{{Node: head.Name, Attr: []string{"gcs_port"}, Warning: true,
+		return []Diagnostic{{Rule: D12, Node: head.Name, Attr: []string{"gcs_port"}, Warning: true,
 			Summary: "An unfinished create left Ray running on the head",
 			Detail: fmt.Sprintf("gcs_port = %d on the head (%s) is held by the Ray a create of this cluster started and never "+
 				"finished (%s; the apply was interrupted or killed). Apply stops it and creates the cluster.", port, head.SSHHost, startedBy)}}
@@ -357,7 +359,7 @@ func GCSPortFree(head Node, port int, startedBy string) []Diagnostic {
 		fix = "a Ray cluster this resource does not manage is running there: stop it (`ray stop` on the head) or import it " +
 			"(terraform import <address> " + head.SSHHost + ")"
 	}
-	return []Diagnostic{{Node: head.Name, Attr: []string{"gcs_port"},
+	return []Diagnostic{{Rule: D12, Node: head.Name, Attr: []string{"gcs_port"},
 		Summary: "GCS port is already in use on the head",
 		Detail:  fmt.Sprintf("gcs_port = %d is held on the head (%s) by %s: %s.", port, head.SSHHost, holders, fix)}}
 }
@@ -370,7 +372,7 @@ func ServePortFree(sshHost string, port int, holders []string) []Diagnostic {
 	if len(holders) == 0 {
 		return nil
 	}
-	return []Diagnostic{{Attr: []string{"port"},
+	return []Diagnostic{{Rule: D17, Attr: []string{"port"},
 		Summary: "vLLM port is already in use on the head",
 		Detail: fmt.Sprintf("port = %d is held on the head (%s) by %s. vllm serve would load the model and then fail to bind "+
 			"it. Stop that program, or choose another port.", port, sshHost, strings.Join(holders, ", "))}}

@@ -129,7 +129,7 @@ func ResolveExecutor(version string, flag ExecutorFlag) (Executor, []Diagnostic)
 		e.Why = fmt.Sprintf("vLLM %s has only RayExecutorV2 (0.33.0 removed the legacy executor)", version)
 		var diags []Diagnostic
 		if flag.Set {
-			diags = append(diags, Diagnostic{Warning: true, Attr: flagAttr(flag),
+			diags = append(diags, Diagnostic{Rule: D18, Warning: true, Attr: flagAttr(flag),
 				Summary: ExecutorEnv + " has no effect on this vLLM",
 				Detail: fmt.Sprintf("%s = %q (%s), but vLLM %s removed the variable and the legacy Ray executor: it always runs "+
 					"RayExecutorV2. Remove the variable.", ExecutorEnv, flag.Value, flagSource(flag), version)})
@@ -147,7 +147,7 @@ func ResolveExecutor(version string, flag ExecutorFlag) (Executor, []Diagnostic)
 	n, err := strconv.Atoi(strings.TrimSpace(val))
 	if err != nil {
 		e.Name, e.Pinned, e.Why = ExecutorLegacy, true, src
-		return e, []Diagnostic{{Attr: flagAttr(flag), Summary: "Invalid " + ExecutorEnv,
+		return e, []Diagnostic{{Rule: D18, Attr: flagAttr(flag), Summary: "Invalid " + ExecutorEnv,
 			Detail: fmt.Sprintf("%s = %q (%s) is not an integer. vLLM %s reads it with bool(int(...)) (vllm/envs.py) and "+
 				"fails at startup. Use \"1\" for RayExecutorV2 or \"0\" for the legacy executor.", ExecutorEnv, flag.Value, flagSource(flag), version)}}
 	}

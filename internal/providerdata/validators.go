@@ -20,6 +20,7 @@ type StringCheck struct {
 	Desc    string
 	Summary string
 	Check   func(path, value string) error
+	Cite    string // appended to the detail: the catalogue rule the check enforces, if any
 }
 
 func (c StringCheck) Description(context.Context) string             { return c.Desc }
@@ -30,7 +31,7 @@ func (c StringCheck) ValidateString(_ context.Context, req validator.StringReque
 		return
 	}
 	if err := c.Check(req.Path.String(), req.ConfigValue.ValueString()); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, c.Summary, err.Error())
+		resp.Diagnostics.AddAttributeError(req.Path, c.Summary, err.Error()+c.Cite)
 	}
 }
 

@@ -178,6 +178,7 @@ func attrPath(steps []string) path.Path {
 func addPreflight(diags *diag.Diagnostics, found []preflight.Diagnostic) {
 	for _, d := range found {
 		p := attrPath(d.Attr)
+		d.Detail += d.Rule.Cite()
 		switch {
 		case d.Warning && len(d.Attr) > 0:
 			diags.AddAttributeWarning(p, d.Summary, d.Detail)

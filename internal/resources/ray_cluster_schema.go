@@ -30,14 +30,14 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
 )
 
-// nodeIPValidator is the config-time node_ip check (D4, and D2 for Ray).
+// nodeIPValidator is the config-time node_ip check (rule D4).
 var nodeIPValidator = providerdata.StringCheck{Desc: "a literal IP address, not loopback, not a hostname", Summary: "Invalid node_ip",
 	Check: func(p, v string) error {
 		if err := preflight.ValidateNodeIP(v); err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
 		return nil
-	}}
+	}, Cite: preflight.D4.Cite()}
 
 // replaceUnlessImported replaces the cluster when a setting that shapes
 // every Ray process changes, but not when state has no value yet because

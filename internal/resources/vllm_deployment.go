@@ -91,9 +91,9 @@ func (r *vllmResource) Metadata(_ context.Context, req resource.MetadataRequest,
 	resp.TypeName = req.ProviderTypeName + "_vllm_deployment"
 }
 
-// hostIPValidator is the config-time host_ip check (D2).
+// hostIPValidator is the config-time host_ip check (rule D2).
 var hostIPValidator = providerdata.StringCheck{Desc: "a literal IP address", Summary: "Invalid host_ip",
-	Check: func(_, v string) error { return vllm.ValidateHostIP(v) }}
+	Check: func(_, v string) error { return vllm.ValidateHostIP(v) }, Cite: preflight.D2.Cite()}
 
 func (r *vllmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	access := nodeAttributes(false)

@@ -1,0 +1,64 @@
+package preflight
+
+// Rule is the code of one misconfiguration the plan refuses (or warns
+// about), before anything starts. The codes are defined here once; the
+// README's table "What the plan refuses" lists the same codes with the same
+// wording (rules_test.go checks both ways), every diagnostic carries its code,
+// and the user sees it at the end of the diagnostic's detail.
+type Rule string
+
+// The catalogue. D1-D13 are the design's; D14-D18 were added with the checks.
+const (
+	D1  Rule = "D1"
+	D2  Rule = "D2"
+	D3  Rule = "D3"
+	D4  Rule = "D4"
+	D5  Rule = "D5"
+	D6  Rule = "D6"
+	D7  Rule = "D7"
+	D8  Rule = "D8"
+	D9  Rule = "D9"
+	D10 Rule = "D10"
+	D11 Rule = "D11"
+	D12 Rule = "D12"
+	D13 Rule = "D13"
+	D14 Rule = "D14"
+	D15 Rule = "D15"
+	D16 Rule = "D16"
+	D17 Rule = "D17"
+	D18 Rule = "D18"
+)
+
+// Rules is the catalogue in order: each code with what it refuses.
+var Rules = []struct {
+	Rule Rule
+	What string
+}{
+	{D1, "vLLM's placement address (`VLLM_HOST_IP`, else its own detection) is not the `node:` address Ray registered for the head (the field report): an error where the vLLM on the head pins its placement group to it, a warning where it does not"},
+	{D2, "`VLLM_HOST_IP` (`host_ip`, `env.VLLM_HOST_IP`) is a hostname, malformed or loopback, or `host_ip` and `env.VLLM_HOST_IP` disagree"},
+	{D3, "`node_ip` is not bound on its node"},
+	{D4, "`node_ip` is loopback, `localhost` or a hostname (Ray silently replaces a loopback address)"},
+	{D5, "a worker reaches the head's registered address only through a gateway, not at all, or cannot open its GCS port"},
+	{D6, "Ray versions differ across nodes, or Ray is missing on one"},
+	{D7, "Python versions differ across nodes, or Python is missing on one"},
+	{D8, "tensor × pipeline parallel size exceeds the alive GPUs Ray registered, or the GPUs still free (the placement groups holding the others are named); on a first plan, the GPUs the cluster will register"},
+	{D9, "an NCCL/GLOO/TP/UCX interface in `env` is missing on a node or does not carry its Ray address"},
+	{D10, "a cluster-wide `VLLM_HOST_IP` in `env` that cannot match every node's registered IP"},
+	{D11, "`vllm serve` would run outside the namespace or container the head's Ray runs in"},
+	{D12, "the GCS port is held by a foreign or stale Ray (this provider's own unfinished create is replaced instead, with a warning)"},
+	{D13, "two nodes would register the same IP"},
+	{D14, "the head's Ray address cannot be predicted (no default route and no `node_ip`)"},
+	{D15, "`num_gpus` is above what `nvidia-smi` lists on the node"},
+	{D16, "`auth_mode = \"token\"` with Ray older than 2.52 on a node"},
+	{D17, "the vLLM port is held on the head by another program"},
+	{D18, "`VLLM_USE_RAY_V2_EXECUTOR_BACKEND` that vLLM cannot parse (an error) or that this vLLM no longer reads (a warning)"},
+}
+
+// Cite is what a diagnostic's detail ends with: its code, and where the
+// catalogue and the troubleshooting guide explain it.
+func (r Rule) Cite() string {
+	if r == "" {
+		return ""
+	}
+	return "\n\nRule " + string(r) + ` (README "What the plan refuses"; guide "Troubleshooting placement").`
+}
