@@ -6,10 +6,12 @@ package preflight
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
-	"sort"
-	"strconv"
+	"slices"
 	"strings"
+
+	"github.com/hashicorp/go-version"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 )
@@ -163,7 +165,7 @@ func UniqueIPs(nodes []Node, registered map[string]string) []Diagnostic {
 		}
 	}
 	var out []Diagnostic
-	for _, ip := range sortedKeys(by) {
+	for _, ip := range slices.Sorted(maps.Keys(by)) {
 		names := by[ip]
 		if len(names) < 2 {
 			continue
@@ -207,7 +209,7 @@ func SameVersions(nodes []Node) []Diagnostic {
 		}
 		if len(seen) > 1 {
 			var parts []string
-			for _, v := range sortedKeys(seen) {
+			for _, v := range slices.Sorted(maps.Keys(seen)) {
 				parts = append(parts, fmt.Sprintf("%s on %s", v, strings.Join(seen[v], ", ")))
 			}
 			out = append(out, Diagnostic{Rule: what.rule, Summary: what.name + " versions differ across nodes",
@@ -263,22 +265,12 @@ func TokenAuthSupported(nodes []Node) []Diagnostic {
 			"Upgrade Ray on every node, or set auth_mode = \"disabled\" knowingly.", tokenAuthSince, strings.Join(old, ", "))}}
 }
 
-// versionLess compares dotted numeric versions ("2.9.3" < "2.52.0").
+// versionLess compares release versions ("2.9.3" < "2.52.0"); a
+// pre-release counts as its release, and an unreadable version is not less.
 func versionLess(a, b string) bool {
-	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < len(pa) || i < len(pb); i++ {
-		var x, y int
-		if i < len(pa) {
-			x, _ = strconv.Atoi(strings.TrimRightFunc(pa[i], func(r rune) bool { return r < '0' || r > '9' }))
-		}
-		if i < len(pb) {
-			y, _ = strconv.Atoi(strings.TrimRightFunc(pb[i], func(r rune) bool { return r < '0' || r > '9' }))
-		}
-		if x != y {
-			return x < y
-		}
-	}
-	return false
+	va, erra := version.NewVersion(a)
+	vb, errb := version.NewVersion(b)
+	return erra == nil && errb == nil && va.Core().LessThan(vb.Core())
 }
 
 // InterfaceVars are the env variables that name a network interface.
@@ -422,13 +414,4 @@ func ifaceNames(f nodefacts.Facts) string {
 		s = append(s, i.Name)
 	}
 	return strings.Join(s, ", ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -1,7 +1,6 @@
 package preflight
 
 import (
-	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -358,7 +357,7 @@ func FuzzParseVLLMVersion(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		v, ok := ParseVLLMVersion(s)
 		if ok {
-			if again, ok2 := ParseVLLMVersion(fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2])); !ok2 || again != v {
+			if again, ok2 := ParseVLLMVersion(v.String()); !ok2 || !again.Equal(v) || len(v.Segments()) != 3 {
 				t.Fatalf("%q -> %v does not round-trip", s, v)
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/hashicorp/go-version"
 )
 
 // ExecutorEnv is the variable that picks vLLM's Ray executor in the releases
@@ -50,50 +52,25 @@ type Executor struct {
 //     RayExecutorV2 (vllm/v1/executor/abstract.py L76-79) and
 //     initialize_ray_cluster no longer pins (ray_utils.py from L266).
 var (
-	firstPin       = [3]int{0, 5, 5}
-	firstV2        = [3]int{0, 20, 0}
-	firstV2Default = [3]int{0, 21, 0}
-	onlyV2         = [3]int{0, 33, 0}
+	firstPin       = version.Must(version.NewVersion("0.5.5"))
+	firstV2        = version.Must(version.NewVersion("0.20.0"))
+	firstV2Default = version.Must(version.NewVersion("0.21.0"))
+	onlyV2         = version.Must(version.NewVersion("0.33.0"))
 )
 
 // ParseVLLMVersion reads the release out of a vLLM version string:
 // "0.32.0+cpu", "0.10.1.1+381074ae.nv25.09" (NVIDIA's builds),
-// "0.21.0rc1.dev12+g1234". A pre-release counts as its release.
-func ParseVLLMVersion(v string) ([3]int, bool) {
-	var out [3]int
-	s := strings.TrimPrefix(strings.TrimSpace(v), "v")
-	for i := 0; i < 3; i++ {
-		j := 0
-		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-			j++
-		}
-		if j == 0 {
-			return out, i >= 2 // "0.32" is release 0.32.0
-		}
-		n, err := strconv.Atoi(s[:j])
-		if err != nil {
-			return out, false
-		}
-		out[i] = n
-		s = s[j:]
-		if i < 2 {
-			if !strings.HasPrefix(s, ".") {
-				return out, i == 1
-			}
-			s = s[1:]
-		}
+// "0.21.0rc1.dev12+g1234". A pre-release or local build counts as its
+// release (a 0.21 development build already has 0.21's executor default).
+func ParseVLLMVersion(v string) (*version.Version, bool) {
+	parsed, err := version.NewVersion(strings.TrimSpace(v))
+	if err != nil {
+		return nil, false
 	}
-	return out, true
+	return parsed.Core(), true
 }
 
-func atLeast(v, floor [3]int) bool {
-	for i := range v {
-		if v[i] != floor[i] {
-			return v[i] > floor[i]
-		}
-	}
-	return true
-}
+func atLeast(v, floor *version.Version) bool { return v.GreaterThanOrEqual(floor) }
 
 // ExecutorFlag is the executor variable as vLLM will see it.
 type ExecutorFlag struct {

@@ -251,11 +251,9 @@ func (m *Manager) PlanCluster(ctx context.Context, s Spec, o PlanOptions) (*Plan
 	}
 	var wg sync.WaitGroup
 	for i, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			facts[i], errs[i] = m.facts(ctx, s, s.Workers[name], headIP, "", tcp)
-		}()
+		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {

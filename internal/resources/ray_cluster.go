@@ -335,9 +335,7 @@ func (r *rayClusterResource) startWorkers(ctx context.Context, spec raycluster.S
 	errs := map[string]error{}
 	var wg sync.WaitGroup
 	for _, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			w := spec.Workers[name]
 			var err error
 			if clean {
@@ -351,7 +349,7 @@ func (r *rayClusterResource) startWorkers(ctx context.Context, spec raycluster.S
 				errs[name] = err
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return errs
@@ -642,15 +640,13 @@ func (r *rayClusterResource) Delete(ctx context.Context, req resource.DeleteRequ
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, name := range spec.WorkerNames() {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if err := r.mgr.Stop(ctx, spec, spec.Workers[name]); err != nil {
 				mu.Lock()
 				resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(name), "Cannot stop Ray worker", err.Error()+goneHint)
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if resp.Diagnostics.HasError() {
@@ -672,11 +668,9 @@ func (r *rayClusterResource) dropUnreachable(ctx context.Context, spec *rayclust
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			_, errs[i] = r.mgr.Pool.Get(ctx, spec.Workers[name].Endpoint)
-		}()
+		})
 	}
 	wg.Wait()
 	for i, name := range names {
