@@ -32,11 +32,13 @@ const (
 // procps for pgrep/pkill, libnuma1 for vLLM's CPU kernels (vllm._C), g++ and
 // python3-dev for the kernels torch's inductor compiles when vLLM runs tensor
 // parallel on CPU ("No working C++ compiler", then "Python.h: No such file"
-// without them), dumb-init to reap orphaned Ray processes, and a
-// Docker engine so the container runtime runs for real inside each node.
+// without them), dumb-init to reap orphaned Ray processes, a Docker engine
+// so the container runtime runs for real inside each node, and rsync, which
+// Ray's cluster launcher (`ray up`, the yardstick of `make bench`) needs on
+// every node it starts.
 var basePackages = []string{
 	"openssh-server", "python3", "python3-venv", "iproute2", "procps",
-	"dumb-init", "ca-certificates", "util-linux", "docker.io", "libnuma1", "g++", "python3-dev",
+	"dumb-init", "ca-certificates", "util-linux", "docker.io", "libnuma1", "g++", "python3-dev", "rsync",
 }
 
 // recipeHash names an image by everything that goes into it, so a changed

@@ -12,6 +12,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	dschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -60,31 +62,47 @@ func (n NodeAccess) Endpoint() transport.Endpoint {
 	}
 }
 
+// The node-access attributes, described once for every schema that has
+// them (both resources and the spark_node data source).
+const (
+	sshHostDoc = "Address the provider connects to over SSH (the node's external, operator-reachable address)."
+	sshPortDoc = "SSH port for this node. Default: the provider's `ssh.port`."
+	sshUserDoc = "SSH user for this node. Default: the provider's `ssh.user`."
+	hostKeyDoc = "Pins this node's SSH host key: an authorized_keys-style line such as the content of " +
+		"`/etc/ssh/ssh_host_ed25519_key.pub`. Wins over `known_hosts_file` and `host_key_policy`."
+)
+
+var (
+	sshHostValidators = []validator.String{stringvalidator.LengthAtLeast(1)}
+	sshPortValidators = []validator.Int64{int64validator.Between(1, 65535)}
+	sshUserValidators = []validator.String{NotBlank("ssh_user", "an SSH user")}
+	hostKeyValidators = []validator.String{HostKey}
+)
+
 // NodeAccessDataSourceAttributes are the node access attributes as they
 // appear in a data source's schema.
 func NodeAccessDataSourceAttributes() map[string]dschema.Attribute {
 	return map[string]dschema.Attribute{
-		"ssh_host": dschema.StringAttribute{
-			Required:            true,
-			MarkdownDescription: "Address or name the provider connects to over SSH (the node's external, operator-reachable address).",
-			Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
-		},
-		"ssh_port": dschema.Int64Attribute{
-			Optional:            true,
-			MarkdownDescription: "SSH port for this node. Defaults to the provider's `ssh.port`.",
-			Validators:          []validator.Int64{int64validator.Between(1, 65535)},
-		},
-		"ssh_user": dschema.StringAttribute{
-			Optional:            true,
-			MarkdownDescription: "SSH user for this node. Defaults to the provider's `ssh.user`.",
-			Validators:          []validator.String{NotBlank("ssh_user", "an SSH user")},
-		},
-		"host_key": dschema.StringAttribute{
-			Optional: true,
-			MarkdownDescription: "Pins this node's SSH host key: an authorized_keys-style line such as the content of " +
-				"`/etc/ssh/ssh_host_ed25519_key.pub`. Wins over `known_hosts_file` and `host_key_policy`.",
-			Validators: []validator.String{HostKey},
-		},
+		"ssh_host": dschema.StringAttribute{Required: true, MarkdownDescription: sshHostDoc, Validators: sshHostValidators},
+		"ssh_port": dschema.Int64Attribute{Optional: true, MarkdownDescription: sshPortDoc, Validators: sshPortValidators},
+		"ssh_user": dschema.StringAttribute{Optional: true, MarkdownDescription: sshUserDoc, Validators: sshUserValidators},
+		"host_key": dschema.StringAttribute{Optional: true, MarkdownDescription: hostKeyDoc, Validators: hostKeyValidators},
+	}
+}
+
+// NodeAccessResourceAttributes are the same attributes in a resource's
+// schema. hostDoc replaces ssh_host's description when not empty; onChange
+// says what changing ssh_host does; hostModifiers are its plan modifiers.
+func NodeAccessResourceAttributes(hostDoc, onChange string, hostModifiers []planmodifier.String) map[string]rschema.Attribute {
+	if hostDoc == "" {
+		hostDoc = sshHostDoc
+	}
+	return map[string]rschema.Attribute{
+		"ssh_host": rschema.StringAttribute{Required: true, MarkdownDescription: hostDoc + onChange,
+			Validators: sshHostValidators, PlanModifiers: hostModifiers},
+		"ssh_port": rschema.Int64Attribute{Optional: true, MarkdownDescription: sshPortDoc, Validators: sshPortValidators},
+		"ssh_user": rschema.StringAttribute{Optional: true, MarkdownDescription: sshUserDoc, Validators: sshUserValidators},
+		"host_key": rschema.StringAttribute{Optional: true, MarkdownDescription: hostKeyDoc, Validators: hostKeyValidators},
 	}
 }
 

@@ -61,15 +61,8 @@ func nodeAttributes(head bool) map[string]schema.Attribute {
 		headReplaceInt = append(headReplaceInt, int64planmodifier.RequiresReplaceIfConfigured())
 		headReplaceMap = append(headReplaceMap, mapplanmodifier.RequiresReplaceIfConfigured())
 	}
-	return map[string]schema.Attribute{
-		"ssh_host": schema.StringAttribute{Required: true, PlanModifiers: headReplace,
-			MarkdownDescription: replace("Address the provider connects to over SSH (the node's operator-reachable address)."),
-			Validators:          []validator.String{stringvalidator.LengthAtLeast(1)}},
-		"ssh_port": schema.Int64Attribute{Optional: true, MarkdownDescription: "SSH port for this node. Default: the provider's `ssh.port`.",
-			Validators: []validator.Int64{int64validator.Between(1, 65535)}},
-		"ssh_user": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.NotBlank("ssh_user", "an SSH user")}, MarkdownDescription: "SSH user for this node. Default: the provider's `ssh.user`."},
-		"host_key": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.HostKey},
-			MarkdownDescription: "Pins this node's SSH host key (authorized_keys-style line); wins over known_hosts."},
+	attrs := providerdata.NodeAccessResourceAttributes("", replace(""), headReplace)
+	for k, a := range map[string]schema.Attribute{
 		"node_ip": schema.StringAttribute{Optional: true, Validators: []validator.String{nodeIPValidator},
 			MarkdownDescription: replace("`--node-ip-address`: the IP Ray registers for this node (`node:<ip>`). Must be a literal IP bound " +
 				"on the node. Null: Ray detects it (head: the route to 8.8.8.8; worker: the route to the head), and the plan shows " +
@@ -89,12 +82,13 @@ func nodeAttributes(head bool) map[string]schema.Attribute {
 				"value: `node_ip`, else Ray's own detection run on the node."},
 		"node_id": schema.StringAttribute{Computed: true, MarkdownDescription: "Ray's node ID."},
 		"alive":   schema.BoolAttribute{Computed: true, MarkdownDescription: "Alive in Ray's node table at the last read."},
+	} {
+		attrs[k] = a
 	}
+	return attrs
 }
 
 func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	replaceObj := []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(replaceUnlessImported,
-		"Replaces the cluster when changed.", "Replaces the cluster when changed.")}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "A Ray cluster — a head and workers — started over SSH. The plan reads every node first and predicts " +
 			"the IP Ray will register for each; a `node_ip` not bound on its node, a worker that cannot reach the head over a " +
@@ -110,28 +104,7 @@ func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 				NestedObject: schema.NestedAttributeObject{Attributes: nodeAttributes(false)},
 				MarkdownDescription: "Worker nodes, keyed by a stable name (letters, digits, `.`, `_`, `-`; not `head`): adding or removing one " +
 					"never touches the others or the head."},
-			"runtime": schema.SingleNestedAttribute{Optional: true, PlanModifiers: replaceObj,
-				MarkdownDescription: "Where Ray runs on each node: `host` (default) or `container`. Exactly one.",
-				Attributes: map[string]schema.Attribute{
-					"host": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Ray installed on the box.",
-						Validators: []validator.Object{objectvalidator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("container"))},
-						Attributes: map[string]schema.Attribute{
-							"ray_command": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.Path},
-								MarkdownDescription: "Path of `ray`. Default: `ray` on the SSH session's PATH."},
-						}},
-					"container": schema.SingleNestedAttribute{Optional: true,
-						MarkdownDescription: "Ray inside a container on each node (`docker run -d --network host --ipc host …`, then `docker exec`).",
-						Attributes: map[string]schema.Attribute{
-							"image":    schema.StringAttribute{Required: true, Validators: []validator.String{providerdata.Image}, MarkdownDescription: "Image with Ray (and vLLM) installed."},
-							"name":     schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.ContainerName}, MarkdownDescription: "Container name. Default: `ray-node`."},
-							"shm_size": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.ShmSize}, MarkdownDescription: "`--shm-size`. Default: `10g`."},
-							"gpus":     schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.GPUs}, MarkdownDescription: "`--gpus`. Default: `all`; empty string for none."},
-							"run_args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-								Validators: []validator.List{listvalidator.ValueStringsAre(providerdata.DockerRunArg)}, MarkdownDescription: "Extra `docker run` arguments, each quoted. `--name`, `--network`, `--ipc`, `--shm-size` and `--gpus` are refused: the provider sets them."},
-							"ray_command": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.Path},
-								MarkdownDescription: "Path of `ray` inside the container. Default: `ray`."},
-						}},
-				}},
+			"runtime": runtimeAttribute(),
 			"gcs_port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(6379),
 				PlanModifiers:       []planmodifier.Int64{int64planmodifier.RequiresReplace()},
 				Validators:          []validator.Int64{int64validator.Between(1, 65535)},
@@ -171,4 +144,34 @@ func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"timeouts":     timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
+}
+
+// runtimeAttribute is where Ray runs on each node, shared by both resources
+// (a deployment takes its cluster's runtime as is). Changing it replaces
+// what runs, except right after an import, when it cannot be read back.
+func runtimeAttribute() schema.SingleNestedAttribute {
+	replaceObj := []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(replaceUnlessImported,
+		"Replaces the cluster when changed.", "Replaces the cluster when changed.")}
+	return schema.SingleNestedAttribute{Optional: true, PlanModifiers: replaceObj,
+		MarkdownDescription: "Where Ray runs on each node: `host` (default) or `container`. Exactly one.",
+		Attributes: map[string]schema.Attribute{
+			"host": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Ray installed on the box.",
+				Validators: []validator.Object{objectvalidator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("container"))},
+				Attributes: map[string]schema.Attribute{
+					"ray_command": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.Path},
+						MarkdownDescription: "Path of `ray`. Default: `ray` on the SSH session's PATH."},
+				}},
+			"container": schema.SingleNestedAttribute{Optional: true,
+				MarkdownDescription: "Ray inside a container on each node (`docker run -d --network host --ipc host …`, then `docker exec`).",
+				Attributes: map[string]schema.Attribute{
+					"image":    schema.StringAttribute{Required: true, Validators: []validator.String{providerdata.Image}, MarkdownDescription: "Image with Ray (and vLLM) installed."},
+					"name":     schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.ContainerName}, MarkdownDescription: "Container name. Default: `ray-node`."},
+					"shm_size": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.ShmSize}, MarkdownDescription: "`--shm-size`. Default: `10g`."},
+					"gpus":     schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.GPUs}, MarkdownDescription: "`--gpus`. Default: `all`; empty string for none."},
+					"run_args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+						Validators: []validator.List{listvalidator.ValueStringsAre(providerdata.DockerRunArg)}, MarkdownDescription: "Extra `docker run` arguments, each quoted. `--name`, `--network`, `--ipc`, `--shm-size` and `--gpus` are refused: the provider sets them."},
+					"ray_command": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.Path},
+						MarkdownDescription: "Path of `ray` inside the container. Default: `ray`."},
+				}},
+		}}
 }

@@ -96,17 +96,9 @@ var hostIPValidator = providerdata.StringCheck{Desc: "a literal IP address", Sum
 	Check: func(_, v string) error { return vllm.ValidateHostIP(v) }, Cite: preflight.D2.Cite()}
 
 func (r *vllmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	access := nodeAttributes(false)
-	headAttrs := map[string]schema.Attribute{}
-	for _, k := range []string{"ssh_host", "ssh_port", "ssh_user", "host_key"} {
-		headAttrs[k] = access[k]
-	}
-	headAttrs["ssh_host"] = schema.StringAttribute{Required: true,
-		PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-		MarkdownDescription: "The Ray head's SSH address: `vllm serve` runs there. Changing it moves the deployment."}
+	headAttrs := providerdata.NodeAccessResourceAttributes("The Ray head's SSH address: `vllm serve` runs there.",
+		" Changing it moves the deployment.", []planmodifier.String{stringplanmodifier.RequiresReplace()})
 	restart := "Changing it restarts the server in place, behind the same readiness gate."
-	var rt resource.SchemaResponse
-	(&rayClusterResource{}).Schema(ctx, resource.SchemaRequest{}, &rt)
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "`vllm serve` on the head of a Ray cluster. The plan checks, from Ray's live node table, that the " +
 			"address vLLM pins its placement group to (`host_ip`, else vLLM's own detection on the head) is the address Ray " +
@@ -115,7 +107,7 @@ func (r *vllmResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 		Attributes: map[string]schema.Attribute{
 			"id":          schema.StringAttribute{Computed: true, MarkdownDescription: "`<ssh_host>:<port>`.", PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
 			"head":        schema.SingleNestedAttribute{Required: true, Attributes: headAttrs, MarkdownDescription: "The Ray head, where `vllm serve` runs."},
-			"runtime":     rt.Schema.Attributes["runtime"],
+			"runtime":     runtimeAttribute(),
 			"ray_address": schema.StringAttribute{Required: true, Validators: []validator.String{providerdata.HostPort}, MarkdownDescription: "`<head registered ip>:<gcs port>`, usually `spark_ray_cluster.<name>.head_address`. Set as `RAY_ADDRESS` so vLLM joins that cluster and never starts its own."},
 			"model":       schema.StringAttribute{Required: true, Validators: []validator.String{providerdata.NotBlank("model", "a model name or path")}, MarkdownDescription: "Model to serve (a Hugging Face name or a path on the head). " + restart},
 			"served_model_name": schema.StringAttribute{Optional: true, Computed: true,
