@@ -24,16 +24,12 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/inputs"
-	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
-	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
-	"github.com/lab-infra/terraform-provider-spark/internal/runtime"
-	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 	"github.com/lab-infra/terraform-provider-spark/internal/vllm"
+	"github.com/lab-infra/terraform-provider-spark/internal/vllmdeploy"
 )
 
 var (
@@ -47,8 +43,7 @@ var (
 func NewVLLMDeployment() resource.Resource { return &vllmResource{} }
 
 type vllmResource struct {
-	pool *transport.Pool
-	mgr  *raycluster.Manager
+	dep *vllmdeploy.Manager
 }
 
 type vllmModel struct {
@@ -85,7 +80,7 @@ type headAccess struct {
 	providerdata.NodeAccess
 }
 
-const statusServing = "serving"
+const statusServing = vllmdeploy.Serving
 
 func (r *vllmResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_vllm_deployment"
@@ -172,8 +167,7 @@ func (r *vllmResource) Configure(_ context.Context, req resource.ConfigureReques
 	data, diags := providerdata.From(req.ProviderData)
 	resp.Diagnostics.Append(diags...)
 	if data != nil {
-		r.pool = data.Pool
-		r.mgr = data.Clusters
+		r.dep = &vllmdeploy.Manager{Pool: data.Pool, Clusters: data.Clusters}
 	}
 }
 
@@ -184,98 +178,32 @@ func (m *vllmModel) servedName() string {
 	return m.Model.ValueString()
 }
 
-func (m *vllmModel) clusterSpec(ctx context.Context) (raycluster.Spec, diag.Diagnostics) {
+// spec is the deployment as internal/vllmdeploy takes it. Unknown values
+// read as empty: the checks that need them run again at apply.
+func (m *vllmModel) spec(ctx context.Context) (vllmdeploy.Spec, diag.Diagnostics) {
 	cm := clusterModel{Runtime: m.Runtime}
 	rt, diags := cm.runtime(ctx)
-	return raycluster.Spec{Runtime: rt, Head: raycluster.NodeSpec{Name: raycluster.HeadName, Endpoint: m.Head.Endpoint()}}, diags
+	s := vllmdeploy.Spec{Head: m.Head.Endpoint(), Runtime: rt, RayAddress: m.RayAddress.ValueString(), Model: m.Model.ValueString(),
+		TP: int(m.TP.ValueInt64()), PP: int(m.PP.ValueInt64()), HostIP: m.HostIP.ValueString(), Port: int(m.Port.ValueInt64()),
+		Host: m.Host.ValueString(), APIKeyFile: m.APIKeyFile.ValueString(), VLLMCommand: m.VLLMCommand.ValueString(), Env: m.env(ctx, &diags)}
+	if !m.ServedModelName.IsUnknown() {
+		s.ServedName = m.ServedModelName.ValueString()
+	}
+	if !m.ExtraArgs.IsNull() && !m.ExtraArgs.IsUnknown() {
+		diags.Append(m.ExtraArgs.ElementsAs(ctx, &s.ExtraArgs, false)...)
+	}
+	return s, diags
 }
 
-// placementPlan is what the placement checks concluded.
-type placementPlan struct {
-	PlacementIP string
-	Executor    preflight.Executor
-}
-
-// where says where commands of this runtime run on a node, for D11.
-func where(rt runtime.Runtime) string {
-	if rt.Container != nil {
-		return "in container " + rt.Container.Name
+// check runs vllmdeploy.Check and turns its findings into diagnostics.
+func (r *vllmResource) check(ctx context.Context, m *vllmModel, own float64, ownPort bool, diags *diag.Diagnostics) preflight.Concluded {
+	spec, d := m.spec(ctx)
+	if diags.Append(d...); diags.HasError() {
+		return preflight.Concluded{}
 	}
-	return "on the host"
-}
-
-// check runs the placement rules (D1, D2, D8, D9, D11) against the head, as
-// vLLM will see it from where it runs, and against Ray's live table — or, on
-// a first plan, against what the cluster's plan concluded in this run. own is
-// the GPUs this deployment's running server holds (and frees on restart).
-func (r *vllmResource) check(ctx context.Context, m *vllmModel, own float64, ownPort bool, diags *diag.Diagnostics) placementPlan {
-	var out placementPlan
-	spec, d := m.clusterSpec(ctx)
-	diags.Append(d...)
-	if diags.HasError() {
-		return out
-	}
-	conn, err := r.pool.Get(ctx, m.Head.Endpoint())
-	if err != nil {
-		diags.AddAttributeError(path.Root("head").AtName("ssh_host"), "Cannot reach the head", err.Error())
-		return out
-	}
-	// The facts are read where vllm serve will run: the runtime's container
-	// (a throwaway one from its image when none runs yet), else the host.
-	argv := spec.Runtime.ProbeArgv(transport.Script(nodefacts.Script, spec.Runtime.Ray(), "", "", strconv.FormatInt(m.Port.ValueInt64(), 10), "", m.vllmCommand()))
-	res, err := conn.Run(ctx, transport.Cmd{Step: "read head facts", Argv: argv})
-	if err != nil {
-		diags.AddAttributeError(path.Root("head").AtName("ssh_host"), "Cannot read the head", err.Error())
-		return out
-	}
-	facts, err := nodefacts.Parse(string(res.Stdout))
-	if err != nil {
-		diags.AddError("Cannot read the head", err.Error())
-		return out
-	}
-	headIP, _, err := net.SplitHostPort(m.RayAddress.ValueString())
-	if err != nil {
-		diags.AddAttributeError(path.Root("ray_address"), "Invalid ray_address",
-			fmt.Sprintf("ray_address = %q is not <ip>:<port>: use spark_ray_cluster.<name>.head_address", m.RayAddress.ValueString()))
-		return out
-	}
-	dep := preflight.Deployment{HeadFacts: facts, HeadName: raycluster.HeadName, SSHHost: m.Head.SSHHost.ValueString(), HeadIP: headIP, HostIP: m.HostIP.ValueString(),
-		Env: m.env(ctx, diags), TP: int(m.TP.ValueInt64()), PP: int(m.PP.ValueInt64()), OwnGPUs: own, ValidateIP: vllm.ValidateHostIP,
-		Port: int(m.Port.ValueInt64()), PortIsOwn: ownPort}
-	if t, err := r.mgr.Snapshot(ctx, spec, m.RayAddress.ValueString()); err == nil && t.GCSUp {
-		dep.Table = &t
-	} else if err != nil {
-		tflog.Debug(ctx, "no live Ray node table for the vLLM plan check", map[string]any{"error": err.Error()})
-	}
-	site := preflight.ServeSite{Serve: where(spec.Runtime), SSHHost: m.Head.SSHHost.ValueString(), RayAddress: m.RayAddress.ValueString()}
-	if pc, ok := r.mgr.PlannedCluster(m.RayAddress.ValueString()); ok {
-		// The cluster is planned in this run: its runtime says where Ray
-		// runs, and before it runs, its plan says what GPUs it will have.
-		site.Ray = where(pc.Runtime)
-		dep.Site = &site
-		if dep.Table == nil {
-			dep.Planned = pc.GPUs
-		}
-	} else if dep.Table != nil {
-		// A cluster managed elsewhere: the GCS address Ray recorded where
-		// vllm serve would run.
-		if srv, err := r.server(ctx, m); err == nil {
-			if site.Recorded, err = srv.RayCluster(ctx); err == nil {
-				site.Live = true
-				dep.Site = &site
-			}
-		}
-	}
-	concluded, found := preflight.CheckDeployment(dep)
+	concluded, found := r.dep.Check(ctx, spec, own, ownPort)
 	addPreflight(diags, found)
-	return placementPlan{PlacementIP: concluded.PlacementIP, Executor: concluded.Executor}
-}
-
-func (m *vllmModel) vllmCommand() string {
-	if c := m.VLLMCommand.ValueString(); c != "" {
-		return c
-	}
-	return "vllm"
+	return concluded
 }
 
 func (m *vllmModel) env(ctx context.Context, diags *diag.Diagnostics) map[string]string {
@@ -295,7 +223,8 @@ func ownGPUs(state *vllmModel) float64 {
 	return float64(state.TP.ValueInt64() * state.PP.ValueInt64())
 }
 
-func (p placementPlan) set(m *vllmModel) {
+// setConcluded writes what the placement checks concluded into m.
+func setConcluded(p preflight.Concluded, m *vllmModel) {
 	m.PlacementIP = types.StringValue(p.PlacementIP)
 	m.VLLMVersion = types.StringValue(p.Executor.Version)
 	m.Executor = types.StringValue(p.Executor.Name)
@@ -305,7 +234,7 @@ func (p placementPlan) set(m *vllmModel) {
 func (r *vllmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	ctx, cancel := providerdata.WithReadDeadline(ctx)
 	defer cancel()
-	if req.Plan.Raw.IsNull() || r.pool == nil {
+	if req.Plan.Raw.IsNull() || r.dep == nil {
 		return
 	}
 	var plan, config vllmModel
@@ -359,7 +288,7 @@ func (r *vllmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 	if resp.Diagnostics.Append(found...); resp.Diagnostics.HasError() {
 		return
 	}
-	concluded.set(&plan)
+	setConcluded(concluded, &plan)
 	if state != nil && !needsRestart(state, &plan) && state.Status.ValueString() == statusServing {
 		plan.ProcessIdentity = state.ProcessIdentity
 	} else {
@@ -447,94 +376,19 @@ func needsRestart(old, n *vllmModel) bool {
 		!old.RayAddress.Equal(n.RayAddress) || !old.VLLMCommand.Equal(n.VLLMCommand)
 }
 
-func (r *vllmResource) server(ctx context.Context, m *vllmModel) (vllm.Server, error) {
-	conn, err := r.pool.Get(ctx, m.Head.Endpoint())
-	if err != nil {
-		return vllm.Server{}, err
-	}
-	srv := vllm.Server{Conn: conn, Port: int(m.Port.ValueInt64()), Host: m.Host.ValueString()}
-	if spec, diags := m.clusterSpec(ctx); !diags.HasError() && spec.Runtime.Container != nil {
-		srv.Wrap = spec.Runtime.Wrap
-	}
-	return srv, nil
-}
-
-// launch starts the server and gates on readiness; on failure it stops it
-// and reports the server log's tail, so nothing is left running.
+// launch starts the server through vllmdeploy.Launch (which leaves nothing
+// running when it fails) and fills in what a create or update writes.
 func (r *vllmResource) launch(ctx context.Context, m *vllmModel, own float64, sec secrets, diags *diag.Diagnostics) {
-	apiKey := sec.apiKey
-	// Values unknown at plan are known now: check before launch. Any
-	// server of this deployment was stopped first, so the port must be free.
-	concluded := r.check(ctx, m, own, false, diags)
-	if diags.HasError() {
+	spec, d := m.spec(ctx)
+	if diags.Append(d...); diags.HasError() {
 		return
 	}
-	srv, err := r.server(ctx, m)
-	if err != nil {
-		diags.AddError("Cannot reach the head", err.Error())
+	launched, found := r.dep.Launch(ctx, spec, vllmdeploy.Secrets{APIKey: sec.apiKey, Env: sec.env}, own)
+	if addPreflight(diags, found); diags.HasError() {
 		return
 	}
-	env := map[string]string{}
-	if !m.Env.IsNull() {
-		diags.Append(m.Env.ElementsAs(ctx, &env, false)...)
-	}
-	for k, v := range sec.env {
-		env[k] = v
-	}
-	env["RAY_ADDRESS"] = m.RayAddress.ValueString()
-	if !m.HostIP.IsNull() {
-		env["VLLM_HOST_IP"] = m.HostIP.ValueString()
-	}
-	if apiKey != "" {
-		env["VLLM_API_KEY"] = apiKey
-	}
-	var extra []string
-	if !m.ExtraArgs.IsNull() {
-		diags.Append(m.ExtraArgs.ElementsAs(ctx, &extra, false)...)
-	}
-	argv := vllm.ServeArgv(vllm.ServeOptions{Command: m.VLLMCommand.ValueString(), Model: m.Model.ValueString(),
-		ServedName: m.servedName(), TP: int(m.TP.ValueInt64()), PP: int(m.PP.ValueInt64()), Host: m.Host.ValueString(), Port: int(m.Port.ValueInt64()), ExtraArgs: extra})
-	id, err := srv.Launch(ctx, env, m.APIKeyFile.ValueString(), argv)
-	if err != nil {
-		diags.AddError("Cannot launch vllm serve", err.Error())
-		return
-	}
-	key := apiKey
-	if key == "" && !m.APIKeyFile.IsNull() {
-		k, err := srv.ReadKeyFile(ctx, m.APIKeyFile.ValueString())
-		if err != nil {
-			diags.AddAttributeError(path.Root("api_key_file"), "Cannot read api_key_file", err.Error())
-			_ = srv.Stop(context.WithoutCancel(ctx), id, 10*time.Second)
-			return
-		}
-		key = k
-	}
-	tflog.Info(ctx, "vLLM launched, loading the model", map[string]any{"node": srv.Conn.Addr(), "process": id, "model": m.Model.ValueString()})
-	loading := time.Now()
-	err = srv.Ready(ctx, m.servedName(), key, id, nil)
-	if err == nil {
-		// Ready is what answered on the port; it must be the process this
-		// apply started, not another server that held the port meanwhile.
-		if run, ferr := srv.Find(ctx); ferr != nil {
-			err = fmt.Errorf("cannot tell which process answered on port %d: %w", srv.Port, ferr)
-		} else if run.Identity != id {
-			err = fmt.Errorf("port %d answered, but from process %s, not the vllm serve this apply started (%s)", srv.Port, run.Identity, id)
-		}
-	}
-	if err != nil {
-		logPath, logTail := srv.LogTail(context.WithoutCancel(ctx), 40)
-		stopErr := srv.Stop(context.WithoutCancel(ctx), id, 10*time.Second)
-		detail := fmt.Sprintf("vllm serve on %s did not become ready: %v\n\nLast 40 lines of the server log (%s):\n%s",
-			srv.Conn.Addr(), err, logPath, logTail)
-		if stopErr != nil {
-			detail += "\n\nStopping it also failed: " + stopErr.Error()
-		}
-		diags.AddError("vLLM did not become ready", detail)
-		return
-	}
-	tflog.Info(ctx, "vLLM ready", map[string]any{"node": srv.Conn.Addr(), "process": id, "waited_ms": time.Since(loading).Milliseconds()})
-	m.ProcessIdentity = types.StringValue(id)
-	concluded.set(m)
+	m.ProcessIdentity = types.StringValue(launched.Identity)
+	setConcluded(launched.Concluded, m)
 	m.Status = types.StringValue(statusServing)
 	m.ID = types.StringValue(net.JoinHostPort(m.Head.SSHHost.ValueString(), strconv.FormatInt(m.Port.ValueInt64(), 10)))
 	m.Endpoint = m.endpoint()
@@ -588,15 +442,14 @@ func (r *vllmResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	srv, err := r.server(ctx, &m)
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot reach the head", err.Error()+goneHint) // state kept
+	spec, diags := m.spec(ctx)
+	if resp.Diagnostics.Append(diags...); resp.Diagnostics.HasError() {
 		return
 	}
 	if m.ProcessIdentity.IsNull() { // import
-		run, err := srv.Find(ctx)
+		run, err := r.dep.Find(ctx, spec)
 		if err != nil {
-			resp.Diagnostics.AddError("Cannot import the vLLM deployment", err.Error())
+			resp.Diagnostics.AddError(vllmdeploy.Summary(err, "Cannot import the vLLM deployment"), err.Error())
 			return
 		}
 		adopt(&m, run)
@@ -605,31 +458,19 @@ func (r *vllmResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 		// plan's business.
 		var ignored diag.Diagnostics
 		if c := r.check(ctx, &m, float64(m.TP.ValueInt64()*m.PP.ValueInt64()), true, &ignored); c.Executor.Name != "" {
-			c.set(&m)
+			setConcluded(c, &m)
+		}
+		if spec, diags = m.spec(ctx); diags.HasError() {
+			resp.Diagnostics.Append(diags...)
+			return
 		}
 	}
-	alive, err := srv.Alive(ctx, m.ProcessIdentity.ValueString())
+	status, err := r.dep.Status(ctx, spec, m.ProcessIdentity.ValueString())
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read the vLLM process", err.Error()+goneHint)
+		resp.Diagnostics.AddError(vllmdeploy.Summary(err, "Cannot read the vLLM process"), err.Error()+goneHint) // state kept
 		return
 	}
-	switch {
-	case !alive:
-		m.Status = types.StringValue("stopped")
-	case !srv.Healthy(ctx):
-		m.Status = types.StringValue("unhealthy")
-	default:
-		m.Status = types.StringValue(statusServing)
-		if run, err := srv.Find(ctx); err == nil && run.Identity == m.ProcessIdentity.ValueString() {
-			served := run.Options.ServedName
-			if served == "" {
-				served = run.Options.Model
-			}
-			if served != m.servedName() {
-				m.Status = types.StringValue("serving " + served)
-			}
-		}
-	}
+	m.Status = types.StringValue(status)
 	if m.Status.ValueString() != statusServing {
 		resp.Diagnostics.AddWarning("vLLM is not serving",
 			fmt.Sprintf("vllm serve on %s (process %s) is %s; the plan restarts it.", m.ID.ValueString(), m.ProcessIdentity.ValueString(), m.Status.ValueString()))
@@ -703,13 +544,12 @@ func (r *vllmResource) Update(ctx context.Context, req resource.UpdateRequest, r
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 		return
 	}
-	srv, err := r.server(ctx, &state)
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot reach the head", err.Error())
+	old, diags := state.spec(ctx)
+	if resp.Diagnostics.Append(diags...); resp.Diagnostics.HasError() {
 		return
 	}
-	if err := srv.Stop(ctx, state.ProcessIdentity.ValueString(), 10*time.Second); err != nil {
-		resp.Diagnostics.AddError("Cannot stop the running vLLM", err.Error())
+	if err := r.dep.Stop(ctx, old, state.ProcessIdentity.ValueString()); err != nil {
+		resp.Diagnostics.AddError(vllmdeploy.Summary(err, "Cannot stop the running vLLM"), err.Error())
 		return
 	}
 	r.launch(ctx, &plan, ownGPUs(&state), r.secrets(ctx, req.Config, &resp.Diagnostics), &resp.Diagnostics)
@@ -730,13 +570,12 @@ func (r *vllmResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 	resp.Diagnostics.Append(diags...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	srv, err := r.server(ctx, &m)
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot reach the head", err.Error()+goneHint)
+	spec, diags := m.spec(ctx)
+	if resp.Diagnostics.Append(diags...); resp.Diagnostics.HasError() {
 		return
 	}
-	if err := srv.Stop(ctx, m.ProcessIdentity.ValueString(), 10*time.Second); err != nil {
-		resp.Diagnostics.AddError("Cannot stop vLLM", err.Error()+goneHint)
+	if err := r.dep.Stop(ctx, spec, m.ProcessIdentity.ValueString()); err != nil {
+		resp.Diagnostics.AddError(vllmdeploy.Summary(err, "Cannot stop vLLM"), err.Error()+goneHint)
 	}
 }
 

@@ -1,0 +1,313 @@
+// Package vllmdeploy plans, launches, reads and stops one vLLM deployment
+// (`vllm serve` on the head of a Ray cluster) over SSH. It holds no
+// Terraform: the spark_vllm_deployment resource turns its model into a Spec
+// and the results back into state, as spark_ray_cluster does with
+// internal/raycluster. Findings and failures come back as
+// preflight.Diagnostic values, each naming the attribute it is about.
+package vllmdeploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
+	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
+	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
+	"github.com/lab-infra/terraform-provider-spark/internal/runtime"
+	"github.com/lab-infra/terraform-provider-spark/internal/transport"
+	"github.com/lab-infra/terraform-provider-spark/internal/vllm"
+)
+
+// Spec is one deployment, as plain values.
+type Spec struct {
+	Head        transport.Endpoint
+	Runtime     runtime.Runtime
+	RayAddress  string // <head registered ip>:<gcs port>
+	Model       string
+	ServedName  string // "": the model
+	TP, PP      int
+	HostIP      string // VLLM_HOST_IP; "": not set
+	Port        int
+	Host        string // the address vLLM listens on
+	APIKeyFile  string // on the head; "": none
+	Env         map[string]string
+	ExtraArgs   []string
+	VLLMCommand string // "": vllm on the PATH
+}
+
+// Served is the name clients ask for.
+func (s Spec) Served() string {
+	if s.ServedName != "" {
+		return s.ServedName
+	}
+	return s.Model
+}
+
+func (s Spec) command() string {
+	if s.VLLMCommand != "" {
+		return s.VLLMCommand
+	}
+	return "vllm"
+}
+
+// cluster is the head as the cluster manager addresses it.
+func (s Spec) cluster() raycluster.Spec {
+	return raycluster.Spec{Runtime: s.Runtime, Head: raycluster.NodeSpec{Name: raycluster.HeadName, Endpoint: s.Head}}
+}
+
+// Secrets are the write-only values: never in a Spec, so never in state.
+type Secrets struct {
+	APIKey string
+	Env    map[string]string
+}
+
+// Error is a failure with the one-line summary the user sees for it.
+type Error struct {
+	Summary string
+	Err     error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Manager does the work; one per provider process.
+type Manager struct {
+	Pool     *transport.Pool
+	Clusters *raycluster.Manager // shares node-table snapshots and the clusters planned in this run
+}
+
+// server is the head's vllm serve as package vllm drives it.
+func (m *Manager) server(ctx context.Context, s Spec) (vllm.Server, error) {
+	conn, err := m.Pool.Get(ctx, s.Head)
+	if err != nil {
+		return vllm.Server{}, &Error{Summary: "Cannot reach the head", Err: err}
+	}
+	srv := vllm.Server{Conn: conn, Port: s.Port, Host: s.Host}
+	if s.Runtime.Container != nil {
+		srv.Wrap = s.Runtime.Wrap
+	}
+	return srv, nil
+}
+
+// where says where commands of this runtime run on a node (rule D11).
+func where(rt runtime.Runtime) string {
+	if rt.Container != nil {
+		return "in container " + rt.Container.Name
+	}
+	return "on the host"
+}
+
+func failed(attr []string, summary string, err error) []preflight.Diagnostic {
+	return []preflight.Diagnostic{{Attr: attr, Summary: summary, Detail: err.Error()}}
+}
+
+var headHost = []string{"head", "ssh_host"}
+
+// Check runs the placement rules against the head, as vLLM will see it from
+// where it runs, and against Ray's live table — or, on a first plan, against
+// what the cluster's plan concluded in this run. own is the GPUs this
+// deployment's running server holds (and frees on restart); ownPort says the
+// port is held by that server.
+func (m *Manager) Check(ctx context.Context, s Spec, own float64, ownPort bool) (preflight.Concluded, []preflight.Diagnostic) {
+	var none preflight.Concluded
+	conn, err := m.Pool.Get(ctx, s.Head)
+	if err != nil {
+		return none, failed(headHost, "Cannot reach the head", err)
+	}
+	// The facts are read where vllm serve will run: the runtime's container
+	// (a throwaway one from its image when none runs yet), else the host.
+	argv := s.Runtime.ProbeArgv(transport.Script(nodefacts.Script, s.Runtime.Ray(), "", "", strconv.Itoa(s.Port), "", s.command()))
+	res, err := conn.Run(ctx, transport.Cmd{Step: "read head facts", Argv: argv})
+	if err != nil {
+		return none, failed(headHost, "Cannot read the head", err)
+	}
+	facts, err := nodefacts.Parse(string(res.Stdout))
+	if err != nil {
+		return none, failed(nil, "Cannot read the head", err)
+	}
+	headIP, _, err := net.SplitHostPort(s.RayAddress)
+	if err != nil {
+		return none, failed([]string{"ray_address"}, "Invalid ray_address",
+			fmt.Errorf("ray_address = %q is not <ip>:<port>: use spark_ray_cluster.<name>.head_address", s.RayAddress))
+	}
+	dep := preflight.Deployment{HeadFacts: facts, HeadName: raycluster.HeadName, SSHHost: s.Head.Host, HeadIP: headIP, HostIP: s.HostIP,
+		Env: s.Env, TP: s.TP, PP: s.PP, OwnGPUs: own, ValidateIP: vllm.ValidateHostIP, Port: s.Port, PortIsOwn: ownPort}
+	if t, err := m.Clusters.Snapshot(ctx, s.cluster(), s.RayAddress); err == nil && t.GCSUp {
+		dep.Table = &t
+	} else if err != nil {
+		tflog.Debug(ctx, "no live Ray node table for the vLLM plan check", map[string]any{"error": err.Error()})
+	}
+	site := preflight.ServeSite{Serve: where(s.Runtime), SSHHost: s.Head.Host, RayAddress: s.RayAddress}
+	if pc, ok := m.Clusters.PlannedCluster(s.RayAddress); ok {
+		// The cluster is planned in this run: its runtime says where Ray
+		// runs, and before it runs, its plan says what GPUs it will have.
+		site.Ray = where(pc.Runtime)
+		dep.Site = &site
+		if dep.Table == nil {
+			dep.Planned = pc.GPUs
+		}
+	} else if dep.Table != nil {
+		// A cluster managed elsewhere: the GCS address Ray recorded where
+		// vllm serve would run.
+		if srv, err := m.server(ctx, s); err == nil {
+			if site.Recorded, err = srv.RayCluster(ctx); err == nil {
+				site.Live = true
+				dep.Site = &site
+			}
+		}
+	}
+	return preflight.CheckDeployment(dep)
+}
+
+// Launched is a server that answered its readiness check.
+type Launched struct {
+	Identity  string // <pid>:<start time>
+	Concluded preflight.Concluded
+}
+
+// Launch checks again (values unknown at plan are known now; any server of
+// this deployment was stopped first, so the port must be free), starts vllm
+// serve, and waits until it answers a completion. On any failure it stops
+// what it started and reports the server log's tail: nothing is left
+// running.
+func (m *Manager) Launch(ctx context.Context, s Spec, sec Secrets, own float64) (Launched, []preflight.Diagnostic) {
+	concluded, found := m.Check(ctx, s, own, false)
+	for _, d := range found {
+		if !d.Warning {
+			return Launched{}, found
+		}
+	}
+	srv, err := m.server(ctx, s)
+	if err != nil {
+		return Launched{}, failed(nil, "Cannot reach the head", err)
+	}
+	env := map[string]string{}
+	for k, v := range s.Env {
+		env[k] = v
+	}
+	for k, v := range sec.Env {
+		env[k] = v
+	}
+	env["RAY_ADDRESS"] = s.RayAddress
+	if s.HostIP != "" {
+		env["VLLM_HOST_IP"] = s.HostIP
+	}
+	if sec.APIKey != "" {
+		env["VLLM_API_KEY"] = sec.APIKey
+	}
+	argv := vllm.ServeArgv(vllm.ServeOptions{Command: s.VLLMCommand, Model: s.Model, ServedName: s.Served(),
+		TP: s.TP, PP: s.PP, Host: s.Host, Port: s.Port, ExtraArgs: s.ExtraArgs})
+	id, err := srv.Launch(ctx, env, s.APIKeyFile, argv)
+	if err != nil {
+		return Launched{}, failed(nil, "Cannot launch vllm serve", err)
+	}
+	key := sec.APIKey
+	if key == "" && s.APIKeyFile != "" {
+		if key, err = srv.ReadKeyFile(ctx, s.APIKeyFile); err != nil {
+			_ = srv.Stop(context.WithoutCancel(ctx), id, 10*time.Second)
+			return Launched{}, failed([]string{"api_key_file"}, "Cannot read api_key_file", err)
+		}
+	}
+	tflog.Info(ctx, "vLLM launched, loading the model", map[string]any{"node": srv.Conn.Addr(), "process": id, "model": s.Model})
+	loading := time.Now()
+	err = srv.Ready(ctx, s.Served(), key, id, nil)
+	if err == nil {
+		// Ready is what answered on the port; it must be the process this
+		// apply started, not another server that held the port meanwhile.
+		if run, ferr := srv.Find(ctx); ferr != nil {
+			err = fmt.Errorf("cannot tell which process answered on port %d: %w", srv.Port, ferr)
+		} else if run.Identity != id {
+			err = fmt.Errorf("port %d answered, but from process %s, not the vllm serve this apply started (%s)", srv.Port, run.Identity, id)
+		}
+	}
+	if err != nil {
+		logPath, logTail := srv.LogTail(context.WithoutCancel(ctx), 40)
+		stopErr := srv.Stop(context.WithoutCancel(ctx), id, 10*time.Second)
+		detail := fmt.Errorf("vllm serve on %s did not become ready: %w\n\nLast 40 lines of the server log (%s):\n%s",
+			srv.Conn.Addr(), err, logPath, logTail)
+		if stopErr != nil {
+			detail = fmt.Errorf("%w\n\nStopping it also failed: %w", detail, stopErr)
+		}
+		return Launched{}, failed(nil, "vLLM did not become ready", detail)
+	}
+	tflog.Info(ctx, "vLLM ready", map[string]any{"node": srv.Conn.Addr(), "process": id, "waited_ms": time.Since(loading).Milliseconds()})
+	return Launched{Identity: id, Concluded: concluded}, found
+}
+
+// The states Status reports besides "serving <other model>".
+const (
+	Serving   = "serving"
+	Stopped   = "stopped"
+	Unhealthy = "unhealthy"
+)
+
+// Status reads what the process identity runs now: Serving when it runs,
+// /health answers and it serves s's model; Stopped, Unhealthy, or "serving
+// <name>" when another model answers.
+func (m *Manager) Status(ctx context.Context, s Spec, identity string) (string, error) {
+	srv, err := m.server(ctx, s)
+	if err != nil {
+		return "", err
+	}
+	alive, err := srv.Alive(ctx, identity)
+	if err != nil {
+		return "", &Error{Summary: "Cannot read the vLLM process", Err: err}
+	}
+	switch {
+	case !alive:
+		return Stopped, nil
+	case !srv.Healthy(ctx):
+		return Unhealthy, nil
+	}
+	if run, err := srv.Find(ctx); err == nil && run.Identity == identity {
+		served := run.Options.ServedName
+		if served == "" {
+			served = run.Options.Model
+		}
+		if served != s.Served() {
+			return Serving + " " + served, nil
+		}
+	}
+	return Serving, nil
+}
+
+// Find reads the server listening on s's port, for an import.
+func (m *Manager) Find(ctx context.Context, s Spec) (*vllm.Running, error) {
+	srv, err := m.server(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	run, err := srv.Find(ctx)
+	if err != nil {
+		return nil, &Error{Summary: "Cannot import the vLLM deployment", Err: err}
+	}
+	return run, nil
+}
+
+// Stop stops the process identity (and its process group) and removes its
+// environment file; an identity that no longer runs is already stopped.
+func (m *Manager) Stop(ctx context.Context, s Spec, identity string) error {
+	srv, err := m.server(ctx, s)
+	if err != nil {
+		return err
+	}
+	if err := srv.Stop(ctx, identity, 10*time.Second); err != nil {
+		return &Error{Summary: "Cannot stop vLLM", Err: err}
+	}
+	return nil
+}
+
+// Summary is err's one-line summary for the user, or fallback.
+func Summary(err error, fallback string) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Summary
+	}
+	return fallback
+}
