@@ -1,0 +1,431 @@
+#!/usr/bin/env python3
+"""`make bench`: issue 10's targets, measured side by side in one run on the lab.
+
+Prints one table: each figure's median and spread (min..max), the ratio
+against its target, the node count and the CLI version. Needs `make tools`
+and a lab (`NODES=8 make lab-up` for the 8-node rows; with fewer nodes the
+largest cluster the lab holds is used and the rows say so).
+
+How each figure is taken (these machines are shared and noisy: every ratio
+is between figures of this run, never across runs):
+  - plan against floor: farm-bench, A and B alternating (A B A B ...), the
+    ratio taken pair by pair; the floor is what an operator does by hand for
+    the same answer: `ssh <head> true` plus one ray.nodes() on the head;
+  - applies (which need the nodes reset between runs): a loop that resets
+    (untimed), then times the apply; the two sides of a ratio alternate
+    within each round;
+  - `ray up`: Ray's cluster launcher from PyPI (the same Ray as the nodes),
+    on-prem `local` provider, empty setup commands, the same `ray start`
+    arguments, autoscaler v1 (v2 refuses `available_node_types` on-prem);
+    "all nodes alive" is the start of the first ray.nodes() poll on the head
+    that saw every node alive (which favours `ray up` by up to one poll);
+  - the provider's own CPU time and peak RSS: read from /proc while the
+    provider process runs (VmHWM and utime+stime at the last sample);
+  - SSH handshakes: sshd's "Accepted publickey" lines on every node;
+  - connections left: established TCP connections from this machine to the
+    lab's port 22 once the CLI has exited.
+"""
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOOLS = os.path.join(ROOT, ".tools")
+BENCH = os.path.join(ROOT, ".bench")
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, shell=isinstance(cmd, str), check=True, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw).stdout
+
+
+def log(msg):
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+class Lab:
+    def __init__(self, path):
+        self.f = json.load(open(path))
+        self.nodes = self.f["nodes"]
+
+    def ssh(self, node, *argv):
+        return ["ssh", "-q", "-o", "BatchMode=yes", "-o", f"UserKnownHostsFile={self.f['known_hosts_file']}",
+                "-i", self.f["private_key_file"], f"{self.f['ssh_user']}@{node['ssh_host']}", *argv]
+
+    def accepted(self, nodes):
+        return sum(int(sh(f"docker logs {n['container']} 2>&1 | grep -c 'Accepted publickey' || true").strip() or 0)
+                   for n in nodes)
+
+    def raylets(self, nodes):
+        return {n["name"]: sh(["docker", "exec", n["container"], "sh", "-c", "pgrep -xo raylet || true"]).strip()
+                for n in nodes}
+
+    def stop_ray(self, nodes):
+        for n in nodes:
+            subprocess.run(["docker", "exec", n["container"], "sh", "-c",
+                            f"{n['ray_command']} stop --force >/dev/null 2>&1; pkill -f ray_bootstrap >/dev/null 2>&1; true"],
+                           check=False)
+
+    def alive(self, head):
+        """Alive nodes in Ray's table, asked on the head (one ray.nodes())."""
+        q = ('import ray; ray.init(address="auto", logging_level="ERROR"); '
+             'print(sum(1 for n in ray.nodes() if n["Alive"])); ray.shutdown()')
+        r = subprocess.run(self.ssh(head, f"{head['python_command']} -c '{q}'"), text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            return int(r.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            return 0
+
+
+class ProviderSampler:
+    """Peak RSS and CPU time of the provider processes while a CLI runs."""
+
+    def __init__(self):
+        self.peak_kib = 0
+        self.cpu = {}
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        tick = os.sysconf("SC_CLK_TCK")
+        while not self._stop.is_set():
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit():
+                    continue
+                try:
+                    with open(f"/proc/{pid}/comm") as f:
+                        if not f.read().startswith("terraform-provi"):
+                            continue
+                    with open(f"/proc/{pid}/status") as f:
+                        m = re.search(r"VmHWM:\s+(\d+)", f.read())
+                    with open(f"/proc/{pid}/stat") as f:
+                        st = f.read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                if m:
+                    self.peak_kib = max(self.peak_kib, int(m.group(1)))
+                self.cpu[pid] = (int(st[11]) + int(st[12])) / tick
+            time.sleep(0.05)
+
+    def __enter__(self):
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+
+    @property
+    def cpu_s(self):
+        return sum(self.cpu.values())
+
+
+def ssh_connections_to_lab(subnet_prefix):
+    out = sh(["ss", "-Htn", "state", "established", "( dport = :22 )"])
+    return sum(1 for line in out.splitlines() if subnet_prefix in line)
+
+
+class TF:
+    def __init__(self, cli, workdir, rc):
+        self.cli, self.dir = cli, workdir
+        self.env = dict(os.environ, TF_CLI_CONFIG_FILE=rc, TF_IN_AUTOMATION="1")
+
+    def argv(self, *args):
+        return [self.cli, f"-chdir={self.dir}", *args]
+
+    def run(self, *args):
+        """Runs the CLI and returns its wall time; any exit but 0 ends the
+        bench (a no-change plan runs with -detailed-exitcode: 2 is a change)."""
+        t0 = time.monotonic()
+        r = subprocess.run(self.argv(*args, "-input=false"), env=self.env, text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        dt = time.monotonic() - t0
+        if r.returncode != 0:
+            sys.exit(f"{' '.join(self.argv(*args))} exited {r.returncode}:\n{r.stdout[-3000:]}")
+        return dt, r.stdout
+
+    def apply(self, *args):
+        return self.run("apply", "-auto-approve", *args)[0]
+
+    def destroy(self, *args):
+        self.run("destroy", "-auto-approve", *args)
+
+
+def cluster_config(lab, n_max):
+    """A cluster of the first node_count lab nodes, on the fabric, as the pair
+    module builds it. Token auth off: `ray up` is given the same arguments."""
+    nodes = lab.nodes[:n_max]
+    return f'''
+terraform {{
+  required_providers {{
+    spark = {{ source = "lab-infra/spark" }}
+  }}
+}}
+variable "node_count" {{ type = number }}
+locals {{
+  nodes = {json.dumps([{k: n[k] for k in ("name", "ssh_host", "fabric_ip")} for n in nodes])}
+}}
+provider "spark" {{
+  ssh = {{
+    user             = "{lab.f['ssh_user']}"
+    private_key_file = "{lab.f['private_key_file']}"
+    known_hosts_file = "{lab.f['known_hosts_file']}"
+  }}
+}}
+resource "spark_ray_cluster" "bench" {{
+  head = {{ ssh_host = local.nodes[0].ssh_host, node_ip = local.nodes[0].fabric_ip, num_gpus = 1 }}
+  workers = {{
+    for n in slice(local.nodes, 1, var.node_count) : n.name => {{ ssh_host = n.ssh_host, node_ip = n.fabric_ip, num_gpus = 1 }}
+  }}
+  runtime        = {{ host = {{ ray_command = "{nodes[0]['ray_command']}" }} }}
+  auth_mode      = "disabled"
+  dashboard_host = "127.0.0.1"
+}}
+'''
+
+
+def rayup_config(lab, path):
+    head, worker = lab.nodes[0], lab.nodes[1]
+    ray = head["ray_command"]
+    # The provider's ray start arguments (internal/ray StartCommand), and
+    # the v1 autoscaler the local provider needs in Ray 2.52.1.
+    fabric_ip = "$(ip -4 -o addr show dev eth1 | awk '{print $4}' | cut -d/ -f1)"
+    cfg = {
+        "cluster_name": "spark-bench",
+        "max_workers": 1,
+        "upscaling_speed": 1.0,
+        "idle_timeout_minutes": 60,
+        "provider": {"type": "local", "head_ip": head["ssh_host"], "worker_ips": [worker["ssh_host"]]},
+        "auth": {"ssh_user": lab.f["ssh_user"], "ssh_private_key": lab.f["private_key_file"]},
+        "file_mounts": {}, "cluster_synced_files": [], "file_mounts_sync_continuously": False,
+        "rsync_exclude": [], "rsync_filter": [],
+        "initialization_commands": [], "setup_commands": [], "head_setup_commands": [], "worker_setup_commands": [],
+        "head_start_ray_commands": [
+            f"{ray} stop",
+            f"RAY_enable_autoscaler_v2=0 VLLM_HOST_IP={head['fabric_ip']} {ray} start --head --port=6379 "
+            f"--node-ip-address={head['fabric_ip']} --num-gpus=1 --dashboard-host=127.0.0.1 "
+            "--autoscaling-config=~/ray_bootstrap_config.yaml",
+        ],
+        "worker_start_ray_commands": [
+            f"{ray} stop",
+            f"VLLM_HOST_IP={fabric_ip} {ray} start --address={head['fabric_ip']}:6379 "
+            f"--node-ip-address={fabric_ip} --num-gpus=1",
+        ],
+    }
+    with open(path, "w") as f:
+        json.dump(cfg, f, indent=1)  # YAML is a superset of JSON
+
+
+def ensure_rayup(lab):
+    venv = os.path.join(TOOLS, "rayup")
+    ray_version = lab.f["ray_version"]
+    stamp = os.path.join(venv, ".ray-" + ray_version)
+    if not os.path.exists(stamp):
+        log(f"installing Ray {ray_version} (the cluster launcher) into {venv}")
+        sh([sys.executable, "-m", "venv", venv])
+        sh([os.path.join(venv, "bin", "pip"), "install", "-q", f"ray=={ray_version}"])
+        open(stamp, "w").close()
+    if not shutil.which("rsync"):
+        log("installing rsync (the cluster launcher syncs files with it)")
+        sh("apt-get install -y -qq --no-install-recommends rsync >/dev/null || "
+           "{ apt-get update -qq && apt-get install -y -qq --no-install-recommends rsync >/dev/null; }")
+    return os.path.join(venv, "bin", "ray")
+
+
+def script(name, body):
+    path = os.path.join(BENCH, name)
+    with open(path, "w") as f:
+        f.write("set -e\n" + body)
+    return path
+
+
+def farm(a, b, runs, label):
+    """farm-bench: script a against script b, alternating; returns the
+    min/median/max rows it prints."""
+    log(f"farm-bench: {label}")
+    out = sh(["farm-bench", "-n", str(runs), "--warmup", "1", "--timeout", "1800", "--vs", f"sh {b}", "--", "sh", a])
+    for side in ("A", "B"):
+        if not re.search(rf"^{side} exit 0 \((\d+) of \1\)", out, re.M):
+            sys.exit(f"{label}: a run of {side} failed (a no-change plan must exit 0):\n{out}")
+    rows = {}
+    for line in out.splitlines():
+        m = re.match(r"^(A|B|A/B) (wall s|cpu s|wall|cpu)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", line)
+        if m:
+            rows[(m.group(1), m.group(2).split()[0])] = tuple(float(x) for x in m.groups()[2:])
+    if ("A/B", "wall") not in rows:
+        sys.exit(f"farm-bench printed no ratio for {label}:\n{out}")
+    return rows
+
+
+def summary(values):
+    return (min(values), statistics.median(values), max(values))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=7, help="plan pairs per farm-bench call")
+    ap.add_argument("--apply-rounds", type=int, default=3, help="rounds of the apply figures")
+    ap.add_argument("--cli", default=os.path.join(TOOLS, "bin", "terraform"))
+    ap.add_argument("--no-rayup", action="store_true", help="leave out P3 (Ray's cluster launcher)")
+    a = ap.parse_args()
+
+    lab = Lab(os.environ.get("LAB_FILE", os.path.join(ROOT, ".lab", "lab.json")))
+    if len(lab.nodes) < 2:
+        sys.exit("the bench needs a lab of 2 nodes or more: NODES=8 make lab-up")
+    big = min(8, len(lab.nodes))
+    subnet = lab.f["external_subnet"].rsplit(".", 1)[0] + "."
+    head = lab.nodes[0]
+
+    os.makedirs(BENCH, exist_ok=True)
+    dev = os.path.join(TOOLS, "dev-provider")
+    os.makedirs(dev, exist_ok=True)
+    log("building the provider")
+    sh(["go", "build", "-o", os.path.join(dev, "terraform-provider-spark"), "."], cwd=ROOT)
+    rc = os.path.join(TOOLS, "bench.tfrc")
+    with open(rc, "w") as f:
+        f.write('provider_installation {\n  dev_overrides {\n'
+                f'    "registry.terraform.io/lab-infra/spark" = "{dev}"\n'
+                f'    "registry.opentofu.org/lab-infra/spark" = "{dev}"\n  }}\n  direct {{}}\n}}\n')
+    cli_version = sh([a.cli, "version"]).splitlines()[0]
+
+    results = []  # (id, what, median, spread, ratio, target, ok, note)
+
+    def row(pid, what, fig, ratio, target, note="", lower_is_better=True):
+        ok = ratio <= target if lower_is_better else ratio >= target
+        results.append((pid, what, fig, ratio, target, ok, note))
+
+    # --- P1: the whole demo, and the cluster alone, against the floor --------
+    demo = TF(a.cli, os.path.join(ROOT, "examples", "demo"), rc)
+    log("P1: applying the demo (cluster + real vLLM)")
+    # The demo's API key file on the head, as scripts/demo.sh writes it.
+    subprocess.run(["docker", "exec", "-i", head["container"], "sh", "-c", "umask 077; cat > /etc/vllm-api-key"],
+                   input=os.urandom(16).hex() + "\n", text=True, check=True)
+    demo.apply()
+    q = 'import ray; ray.init(address="auto", logging_level="ERROR"); ray.nodes(); ray.shutdown()'
+    floor = script("floor.sh", f"""{shlex.join(lab.ssh(head, "true"))}
+{shlex.join(lab.ssh(head, f'[ -s "$HOME/.ray/auth_token" ] && export RAY_AUTH_MODE=token; {head["python_command"]} -c {shlex.quote(q)}'))}
+""")
+    plan = f"export TF_CLI_CONFIG_FILE={shlex.quote(rc)} TF_IN_AUTOMATION=1\n" + \
+        shlex.join(demo.argv("plan", "-input=false", "-detailed-exitcode", "-lock=false"))
+    r = farm(script("plan-demo.sh", plan + " >/dev/null\n"), floor, a.rounds, "demo plan vs floor")
+    row("P1", "no-change plan, whole demo / floor", r[("A", "wall")], r[("A/B", "wall")][1], 1.3,
+        f"floor {r[('B', 'wall')][1]:.2f} s")
+    r = farm(script("plan-cluster.sh", plan + " -target=spark_ray_cluster.lab >/dev/null\n"), floor,
+             a.rounds, "cluster plan vs floor")
+    row("P1", "no-change plan, cluster alone / floor", r[("A", "wall")], r[("A/B", "wall")][1], 1.15)
+    log("P1: destroying the demo")
+    demo.destroy()
+
+    # --- P2, P3, P4 on a cluster of the lab's nodes ---------------------------
+    cdir = os.path.join(BENCH, "cluster")
+    os.makedirs(cdir, exist_ok=True)
+    with open(os.path.join(cdir, "main.tf"), "w") as f:
+        f.write(cluster_config(lab, big))
+    c = TF(a.cli, cdir, rc)
+    rayup = None
+    if not a.no_rayup:
+        rayup = ensure_rayup(lab)
+        rayup_yaml = os.path.join(BENCH, "rayup.yaml")
+        rayup_config(lab, rayup_yaml)
+
+    def fresh():
+        c.destroy("-var", "node_count=1")
+        lab.stop_ray(lab.nodes[:big])
+
+    apply2, applyN, join1, joinN, reapply, rayup_t, noop_t = [], [], [], [], [], [], []
+    plan2, planN, cpuN, hsN, leftN, rssN, others_touched = [], [], [], [], [], [], []
+
+    def plans(n, into, measure=False):
+        for _ in range(a.rounds):
+            before = lab.accepted(lab.nodes[:n]) if measure else 0
+            with ProviderSampler() as s:
+                dt, _ = c.run("plan", "-detailed-exitcode", "-lock=false", "-var", f"node_count={n}")
+            into.append(dt)
+            if measure:
+                hsN.append(lab.accepted(lab.nodes[:n]) - before)
+                cpuN.append(s.cpu_s)
+                rssN.append(s.peak_kib / 1024)
+                leftN.append(ssh_connections_to_lab(subnet))
+
+    fresh()
+    if rayup:
+        # The launcher's first run on a cluster bootstraps it (its state
+        # file, the head's copy of the config and key): not timed.
+        log("ray up --no-restart once, untimed (the launcher's own first-run set-up)")
+        sh([rayup, "up", "-y", "--no-restart", rayup_yaml])
+        lab.stop_ray(lab.nodes[:big])  # a first launch starts Ray even with --no-restart
+    for i in range(a.apply_rounds):
+        log(f"round {i + 1}/{a.apply_rounds}: 2 nodes")
+        apply2.append(c.apply("-var", "node_count=2"))
+        if i == 0:
+            plans(2, plan2)
+        reapply.append(c.apply("-var", "node_count=2"))
+        if rayup:
+            t0 = time.monotonic()
+            sh([rayup, "up", "-y", "--no-restart", rayup_yaml])
+            noop_t.append(time.monotonic() - t0)
+        fresh()
+        if rayup:
+            t0 = time.monotonic()
+            sh([rayup, "up", "-y", rayup_yaml])
+            while True:
+                p0 = time.monotonic()
+                if lab.alive(head) >= 2:
+                    rayup_t.append(p0 - t0)
+                    break
+                if p0 - t0 > 300:
+                    sys.exit("ray up: the worker did not join within 300 s")
+            lab.stop_ray(lab.nodes[:2])
+        log(f"round {i + 1}/{a.apply_rounds}: {big} nodes")
+        applyN.append(c.apply("-var", f"node_count={big}"))
+        if i == 0:
+            plans(big, planN, measure=True)
+        fresh()
+        c.apply("-var", "node_count=1")
+        join1.append(c.apply("-var", "node_count=2"))
+        fresh()
+        c.apply("-var", f"node_count={big - 1}")
+        before = lab.raylets(lab.nodes[:big - 1])
+        joinN.append(c.apply("-var", f"node_count={big}"))
+        if lab.raylets(lab.nodes[:big - 1]) != before:
+            others_touched.append(i)
+        fresh()
+
+    med = statistics.median
+    row("P2", f"no-change plan, {big} nodes / 2 nodes", summary(planN), med(planN) / med(plan2), 1.2,
+        f"2 nodes {med(plan2):.2f} s; provider CPU {med(cpuN):.2f} s of {med(planN):.2f} s wall")
+    row("P2", f"apply from nothing, {big} nodes / 2 nodes", summary(applyN), med(applyN) / med(apply2), 1.5,
+        f"2 nodes {med(apply2):.2f} s")
+    row("P2", f"add 1 worker to {big - 1} nodes / to a head alone", summary(joinN), med(joinN) / med(join1), 1.0,
+        f"one join {med(join1):.2f} s; other nodes' raylets " + ("untouched" if not others_touched else
+                                                                 f"RESTARTED in rounds {others_touched}"))
+    if rayup:
+        row("P3", "apply from nothing (2 nodes alive) / ray up (2 nodes alive)", summary(apply2),
+            med(apply2) / med(rayup_t), 0.5, f"ray up {med(rayup_t):.2f} s ({min(rayup_t):.2f}..{max(rayup_t):.2f})")
+        row("P3", "re-apply, no change / ray up --no-restart", summary(reapply), med(reapply) / med(noop_t), 1.0,
+            f"ray up --no-restart {med(noop_t):.2f} s")
+    row("P4", f"SSH handshakes per plan, {big} nodes (target: = hosts)", summary(hsN), med(hsN) / big, 1.0)
+    row("P4", f"provider peak RSS MiB, {big}-node plan (target 80)", summary(rssN), med(rssN) / 80, 1.0)
+    row("P4", "SSH connections left after the CLI exits", summary(leftN), float(max(leftN)), 0.0)
+
+    print()
+    print(f"make bench: {len(lab.nodes)}-node lab, clusters of 2 and {big}; {cli_version}; "
+          f"{os.cpu_count()} cores; Ray {lab.f['ray_version']}, vLLM {lab.f.get('vllm_version', '?')}")
+    print(f"{'':3} {'figure':58} {'median':>8} {'min..max':>15} {'ratio':>7} {'target':>7}  met")
+    for pid, what, fig, ratio, target, ok, note in results:
+        lo, mid, hi = fig
+        print(f"{pid:3} {what:58} {mid:8.2f} {lo:7.2f}..{hi:<7.2f} {ratio:7.2f} {target:7.2f}  {'yes' if ok else 'NO'}"
+              + (f"  ({note})" if note else ""))
+
+
+if __name__ == "__main__":
+    main()
