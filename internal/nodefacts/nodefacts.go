@@ -33,26 +33,40 @@ py=${2:-}
 if [ -z "$py" ]; then
 ` + ray.PythonOfRay + `
 fi
-version_of() { "$py" -c 'import sys
-from importlib.metadata import version
-print(version(sys.argv[1]))' "$1" 2>/dev/null; }
 echo @@hostname; cat /proc/sys/kernel/hostname 2>/dev/null || hostname
 echo @@interfaces; ip -j addr show 2>/dev/null
 echo @@route; ip -j -4 route get 8.8.8.8 2>/dev/null
 echo @@gpus; if command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi -L 2>/dev/null | grep -c '^GPU'; else echo none; fi
 if [ -n "${3:-}" ]; then echo @@route_to; ip -j -4 route get "$3" 2>/dev/null; fi
 if [ -n "${4:-}" ]; then echo @@listeners; ss -Hltnp "sport = :$4" 2>/dev/null; fi
-if [ -n "${5:-}" ]; then echo @@tcp; "$py" -c 'import socket, sys
-h, p = sys.argv[1].rsplit(":", 1)
-try:
-    socket.create_connection((h, int(p)), timeout=3).close(); print("open")
-except socket.timeout:
-    print("timeout")
-except OSError as e:
-    print("closed", e.strerror)' "$5" 2>/dev/null || echo unknown; fi
-echo @@python; "$py" -c 'import platform; print(platform.python_version())' 2>/dev/null
-echo @@ray; version_of ray || "$ray" --version 2>/dev/null
-echo @@vllm; version_of vllm || "${6:-vllm}" --version 2>/dev/null
+# One Python start for every fact Python knows (each start costs tens of
+# milliseconds of CPU, and a plan reads every node): its version, the Ray
+# and vLLM distributions, and the TCP probe. It prints shell assignments,
+# each value quoted by shlex.
+pyver= rayver= vllmver= tcp=
+eval "$("$py" -c 'import platform, shlex, sys
+from importlib.metadata import version
+out = {"pyver": platform.python_version()}
+for var, dist in (("rayver", "ray"), ("vllmver", "vllm")):
+    try:
+        out[var] = version(dist)
+    except Exception:
+        pass
+if sys.argv[1]:
+    import socket
+    h, p = sys.argv[1].rsplit(":", 1)
+    try:
+        socket.create_connection((h, int(p)), timeout=3).close()
+        out["tcp"] = "open"
+    except socket.timeout:
+        out["tcp"] = "timeout"
+    except OSError as e:
+        out["tcp"] = "closed %s" % e.strerror
+print(" ".join("%s=%s" % (k, shlex.quote(v)) for k, v in out.items()))' "${5:-}" 2>/dev/null)"
+if [ -n "${5:-}" ]; then echo @@tcp; echo "${tcp:-unknown}"; fi
+echo @@python; [ -z "$pyver" ] || echo "$pyver"
+echo @@ray; if [ -n "$rayver" ]; then echo "$rayver"; else "$ray" --version 2>/dev/null; fi
+echo @@vllm; if [ -n "$vllmver" ]; then echo "$vllmver"; else "${6:-vllm}" --version 2>/dev/null; fi
 echo @@vllm_env; env | grep -E '^(VLLM_HOST_IP|VLLM_USE_RAY_V2_EXECUTOR_BACKEND)=' || true
 echo @@docker; docker --version 2>/dev/null
 echo @@end

@@ -221,27 +221,64 @@ type PlanOptions struct {
 	StartedBy string
 }
 
-// PlanCluster reads every node (head first, then workers in parallel, one
-// SSH command each) and runs the preflight rules on what it found.
+// PlanCluster reads every node (one SSH command each, workers in parallel,
+// and beside the head when its address is known without it) and runs the
+// preflight rules on what it found.
 func (m *Manager) PlanCluster(ctx context.Context, s Spec, o PlanOptions) (*Plan, error) {
 	listen := ""
 	if !o.HeadRunning {
 		listen = strconv.Itoa(s.GCSPort)
 	}
-	hf, err := m.facts(ctx, s, s.Head, "", listen, "")
-	if err != nil {
-		return nil, err
+	// Workers are read with the route to the head's address. When that
+	// address does not depend on the head's facts (node_ip, or what the
+	// head registered), they are read while the head is: one round trip
+	// of latency for the whole cluster instead of two.
+	early := o.Known[HeadName]
+	if early == "" {
+		early = s.Head.NodeIP
 	}
-	if len(hf.Listeners) > 0 {
-		// Only when the port is held (a second round trip, rarely).
-		if o.StartedBy, err = m.StartedBy(ctx, s); err != nil {
-			return nil, err
+	var pending func() ([]nodefacts.Facts, error)
+	if early != "" {
+		pending = m.readWorkers(ctx, s, o, early)
+	}
+	drain := func() {
+		if pending != nil {
+			_, _ = pending() // never leave reads running past the plan
 		}
+	}
+	hf, err := m.facts(ctx, s, s.Head, "", listen, "")
+	if err == nil && len(hf.Listeners) > 0 {
+		// Only when the port is held (a second round trip, rarely).
+		o.StartedBy, err = m.StartedBy(ctx, s)
+	}
+	if err != nil {
+		drain()
+		return nil, err
 	}
 	headIP := headAddress(s, o, hf)
 	if headIP == "" {
+		drain()
 		return Evaluate(s, o, hf, nil), nil
 	}
+	if pending == nil || headIP != early {
+		drain()
+		pending = m.readWorkers(ctx, s, o, headIP)
+	}
+	facts, err := pending()
+	if err != nil {
+		return nil, err
+	}
+	names := s.WorkerNames()
+	workers := make(map[string]nodefacts.Facts, len(names))
+	for i, name := range names {
+		workers[name] = facts[i]
+	}
+	return Evaluate(s, o, hf, workers), nil
+}
+
+// readWorkers starts reading every worker's facts, in parallel, with the
+// route to headIP; the function it returns waits for them.
+func (m *Manager) readWorkers(ctx context.Context, s Spec, o PlanOptions, headIP string) func() ([]nodefacts.Facts, error) {
 	names := s.WorkerNames()
 	facts := make([]nodefacts.Facts, len(names))
 	errs := make([]error, len(names))
@@ -255,15 +292,10 @@ func (m *Manager) PlanCluster(ctx context.Context, s Spec, o PlanOptions) (*Plan
 			facts[i], errs[i] = m.facts(ctx, s, s.Workers[name], headIP, "", tcp)
 		})
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	return func() ([]nodefacts.Facts, error) {
+		wg.Wait()
+		return facts, errors.Join(errs...)
 	}
-	workers := make(map[string]nodefacts.Facts, len(names))
-	for i, name := range names {
-		workers[name] = facts[i]
-	}
-	return Evaluate(s, o, hf, workers), nil
 }
 
 func headNode(s Spec, hf nodefacts.Facts) preflight.Node {
