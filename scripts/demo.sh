@@ -9,20 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-dev="$root/.tools/dev-provider"
-mkdir -p "$dev"
-go build -o "$dev/terraform-provider-spark" .
-
 # Use this build of the provider instead of a registry download.
-rc="$root/.tools/demo.tfrc"
-cat >"$rc" <<RC
-provider_installation {
-  dev_overrides {
-    "lab-infra/spark" = "$dev"
-  }
-  direct {}
-}
-RC
+rc=$(bash scripts/dev-provider.sh)
 export TF_CLI_CONFIG_FILE="$rc" TF_IN_AUTOMATION=1
 tf="${TF:-$root/.tools/bin/terraform}"
 lab="$root/.lab/lab.json"

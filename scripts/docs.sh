@@ -8,13 +8,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-go build -o "$tmp/terraform-provider-spark" .
-cat >"$tmp/tfrc" <<RC
-provider_installation {
-  dev_overrides { "registry.opentofu.org/lab-infra/spark" = "$tmp" }
-  direct {}
-}
-RC
+rc=$(bash scripts/dev-provider.sh)
 cat >"$tmp/main.tf" <<'TF'
 terraform {
   required_providers {
@@ -22,7 +16,7 @@ terraform {
   }
 }
 TF
-(cd "$tmp" && TF_CLI_CONFIG_FILE="$tmp/tfrc" "$root/.tools/bin/tofu" providers schema -json >"$tmp/tofu.json")
+(cd "$tmp" && TF_CLI_CONFIG_FILE="$rc" "$root/.tools/bin/tofu" providers schema -json >"$tmp/tofu.json")
 # tfplugindocs looks the provider up by its short name.
 python3 - "$tmp/tofu.json" "$tmp/schema.json" <<'PY'
 import json, sys

@@ -6,22 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-dev="$root/.tools/dev-provider"
-mkdir -p "$dev"
-go build -o "$dev/terraform-provider-spark" .
-
-# This build of the provider instead of a registry download, for both CLIs
-# (each looks the source up under its own registry host).
-rc="$root/.tools/module-test.tfrc"
-cat >"$rc" <<RC
-provider_installation {
-  dev_overrides {
-    "registry.terraform.io/lab-infra/spark" = "$dev"
-    "registry.opentofu.org/lab-infra/spark" = "$dev"
-  }
-  direct {}
-}
-RC
+# This build of the provider instead of a registry download, for both CLIs.
+rc=$(bash scripts/dev-provider.sh)
 export TF_CLI_CONFIG_FILE="$rc" TF_IN_AUTOMATION=1
 
 lab="$root/.lab/lab.json"

@@ -1,6 +1,7 @@
 package nodefacts
 
 import (
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -129,6 +130,41 @@ func TestScriptOnThisMachine(t *testing.T) {
 	}
 	if f.PythonVersion == "" {
 		t.Fatal("python version of ray's interpreter not found")
+	}
+}
+
+// TestScriptTCPProbe runs the script's TCP probe (a worker trying the head's
+// GCS port) against a port that listens and one that does not, on this
+// machine's loopback.
+func TestScriptTCPProbe(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed on this machine")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := l.Addr().String()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAddr := closed.Addr().String()
+	closed.Close()
+	defer l.Close()
+	for addr, want := range map[string]string{open: "open", closedAddr: "closed Connection refused"} {
+		out, err := exec.Command("/bin/sh", "-c", Script, "sh", "ray", py, "", "", addr).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := Parse(string(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.TCP != want {
+			t.Errorf("probe of %s: tcp = %q, want %q", addr, f.TCP, want)
+		}
 	}
 }
 
