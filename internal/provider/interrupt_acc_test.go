@@ -15,48 +15,16 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/provider"
 )
 
-// planned builds a planned value: what config gives, computed attributes it
-// leaves out unknown (as Terraform plans them), the rest null.
-func planned(t *testing.T, attrs []*tfprotov6.SchemaAttribute, typ tftypes.Object, m map[string]any) tftypes.Value {
-	t.Helper()
-	out := map[string]tftypes.Value{}
-	byName := map[string]*tfprotov6.SchemaAttribute{}
-	for _, a := range attrs {
-		byName[a.Name] = a
-	}
-	for name, at := range typ.AttributeTypes {
-		a := byName[name]
-		v, given := m[name]
-		switch {
-		case given && a.NestedType != nil && a.NestedType.Nesting == tfprotov6.SchemaObjectNestingModeSingle:
-			out[name] = planned(t, a.NestedType.Attributes, at.(tftypes.Object), v.(map[string]any))
-		case given && a.NestedType != nil && a.NestedType.Nesting == tfprotov6.SchemaObjectNestingModeMap:
-			elems := map[string]tftypes.Value{}
-			et := at.(tftypes.Map).ElementType.(tftypes.Object)
-			for k, e := range v.(map[string]any) {
-				elems[k] = planned(t, a.NestedType.Attributes, et, e.(map[string]any))
-			}
-			out[name] = tftypes.NewValue(at, elems)
-		case given:
-			out[name] = value(t, at, v)
-		case a.Computed:
-			out[name] = tftypes.NewValue(at, tftypes.UnknownValue)
-		default:
-			out[name] = tftypes.NewValue(at, nil)
-		}
-	}
-	return tftypes.NewValue(typ, out)
+// driver speaks the provider protocol as Terraform does, so a test can do
+// what the test framework cannot: cancel an apply half-way (Ctrl-C).
+type driver struct {
+	t       *testing.T
+	srv     tfprotov6.ProviderServer
+	schemas *tfprotov6.GetProviderSchemaResponse
 }
 
-// Ctrl-C during `terraform apply` makes Terraform call StopProvider, which
-// cancels the apply's context. Interrupted while the head's `ray start` runs
-// (detached from the SSH session by setsid, so it outlives the session), the
-// create must leave nothing behind: no Ray daemon and no `ray start` on any
-// node, so the next apply starts from a clean node instead of failing on a
-// GCS port held by an orphan.
-func TestAccFault_interruptedCreateLeavesNothingRunning(t *testing.T) {
-	l := acctest.Lab(t)
-	head, w := l.Nodes[0], l.Nodes[1]
+func newDriver(t *testing.T, l *lab.File) *driver {
+	t.Helper()
 	ctx := context.Background()
 	srv := providerserver.NewProtocol6(provider.New("test")())()
 	schemas, err := srv.GetProviderSchema(ctx, &tfprotov6.GetProviderSchemaRequest{})
@@ -69,54 +37,207 @@ func TestAccFault_interruptedCreateLeavesNothingRunning(t *testing.T) {
 	if r, err := srv.ConfigureProvider(ctx, &tfprotov6.ConfigureProviderRequest{TerraformVersion: "1.8.5", Config: &pcfg}); err != nil || diagsErr(r.Diagnostics) != "" {
 		t.Fatalf("configure: %v %s", err, diagsErr(r.Diagnostics))
 	}
-	sch := schemas.ResourceSchemas["spark_ray_cluster"]
-	typ := sch.ValueType().(tftypes.Object)
+	return &driver{t: t, srv: srv, schemas: schemas}
+}
+
+func (d *driver) typ(name string) tftypes.Object {
+	return d.schemas.ResourceSchemas[name].ValueType().(tftypes.Object)
+}
+
+// plan plans a create of config (nil: a destroy of prior) as Terraform
+// would, and returns the config and the planned state.
+func (d *driver) plan(name string, config map[string]any, prior *tfprotov6.DynamicValue) (cfg, planned *tfprotov6.DynamicValue) {
+	d.t.Helper()
+	typ := d.typ(name)
+	var v tftypes.Value
+	if config == nil {
+		v = tftypes.NewValue(typ, nil)
+	} else {
+		v = value(d.t, typ, copyMap(config))
+	}
+	c, _ := tfprotov6.NewDynamicValue(typ, v)
+	if prior == nil {
+		p, _ := tfprotov6.NewDynamicValue(typ, tftypes.NewValue(typ, nil))
+		prior = &p
+	}
+	resp, err := d.srv.PlanResourceChange(context.Background(), &tfprotov6.PlanResourceChangeRequest{
+		TypeName: name, PriorState: prior, ProposedNewState: &c, Config: &c})
+	if err != nil || diagsErr(resp.Diagnostics) != "" {
+		d.t.Fatalf("plan %s: %v %s", name, err, diagsErr(resp.Diagnostics))
+	}
+	return &c, resp.PlannedState
+}
+
+// apply applies a plan; it returns the new state and the errors reported.
+func (d *driver) apply(ctx context.Context, name string, prior, cfg, planned *tfprotov6.DynamicValue) (*tfprotov6.DynamicValue, string) {
+	d.t.Helper()
+	if prior == nil {
+		typ := d.typ(name)
+		p, _ := tfprotov6.NewDynamicValue(typ, tftypes.NewValue(typ, nil))
+		prior = &p
+	}
+	resp, err := d.srv.ApplyResourceChange(ctx, &tfprotov6.ApplyResourceChangeRequest{
+		TypeName: name, PriorState: prior, PlannedState: planned, Config: cfg})
+	if err != nil {
+		return nil, err.Error()
+	}
+	return resp.NewState, diagsErr(resp.Diagnostics)
+}
+
+// ctrlC presses Ctrl-C (StopProvider, then the apply's context cancelled,
+// as Terraform does) once pattern (pgrep -f) has run on n for settle. It
+// reports whether it did.
+func (d *driver) ctrlC(n lab.Node, pattern string, settle time.Duration, cancel context.CancelFunc) <-chan bool {
+	ctx := context.Background()
+	pressed := make(chan bool, 1)
+	go func() {
+		deadline := time.Now().Add(3 * time.Minute)
+		for time.Now().Before(deadline) {
+			if out, _ := lab.Exec(ctx, n, "sh", "-c", `pgrep -f "$1" || true`, "sh", pattern); strings.TrimSpace(out) != "" {
+				time.Sleep(settle)
+				if _, err := d.srv.StopProvider(ctx, &tfprotov6.StopProviderRequest{}); err != nil {
+					d.t.Errorf("StopProvider: %v", err)
+				}
+				cancel()
+				pressed <- true
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		pressed <- false
+	}()
+	return pressed
+}
+
+// nothingRuns fails the test when pattern (pgrep -af, several allowed)
+// matches on any of the nodes.
+func nothingRuns(t *testing.T, what, script string, nodes ...lab.Node) {
+	t.Helper()
+	for _, n := range nodes {
+		out, err := lab.Exec(context.Background(), n, "sh", "-c", script+"; true")
+		if err != nil || strings.TrimSpace(out) != "" {
+			t.Errorf("after the interrupted create, %s still runs %s (%v):\n%s", n.Name, what, err, out)
+		}
+	}
+}
+
+const rayProcesses = "pgrep -a -x raylet; pgrep -a -x gcs_server; pgrep -af '(^|/)ray start( |$)'"
+
+// Ctrl-C during `terraform apply` makes Terraform call StopProvider, which
+// cancels the apply's context. Interrupted while the head's or a worker's
+// `ray start` runs (detached from the SSH session by setsid, so it outlives
+// the session), the create must leave nothing behind: no Ray daemon and no
+// `ray start` on any node, no start marker, so the next apply starts from
+// clean nodes instead of failing on a GCS port held by an orphan.
+func TestAccFault_interruptedCreateLeavesNothingRunning(t *testing.T) {
+	l := acctest.Lab(t)
+	head, w := l.Nodes[0], l.Nodes[1]
 	config := map[string]any{
 		"head":    map[string]any{"ssh_host": head.SSHHost, "num_gpus": 1},
 		"workers": map[string]any{w.Name: map[string]any{"ssh_host": w.SSHHost, "num_gpus": 1}},
 		"runtime": map[string]any{"host": map[string]any{"ray_command": head.RayCommand}},
 	}
-	cfgVal, _ := tfprotov6.NewDynamicValue(typ, value(t, typ, copyMap(config)))
-	plan := copyMap(config)
-	plan["gcs_port"], plan["dashboard_host"], plan["auth_mode"] = 6379, "127.0.0.1", "token"
-	planVal, _ := tfprotov6.NewDynamicValue(typ, planned(t, sch.Block.Attributes, typ, plan))
-	prior, _ := tfprotov6.NewDynamicValue(typ, tftypes.NewValue(typ, nil))
-
-	// Ctrl-C once the head's ray start is running.
-	applyCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sawStart := make(chan bool, 1)
-	go func() {
-		deadline := time.Now().Add(2 * time.Minute)
-		for time.Now().Before(deadline) {
-			if out, _ := lab.Exec(ctx, head, "sh", "-c", "pgrep -f '(^|/)ray start( |$)' || true"); strings.TrimSpace(out) != "" {
-				time.Sleep(500 * time.Millisecond)
-				if _, err := srv.StopProvider(ctx, &tfprotov6.StopProviderRequest{}); err != nil {
-					t.Errorf("StopProvider: %v", err)
-				}
-				cancel()
-				sawStart <- true
-				return
+	for _, c := range []struct {
+		name  string
+		watch lab.Node
+	}{{"head starting", head}, {"workers starting", w}} {
+		t.Run(c.name, func(t *testing.T) {
+			d := newDriver(t, l)
+			cfg, planned := d.plan("spark_ray_cluster", config, nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			pressed := d.ctrlC(c.watch, `(^|/)ray start( |$)`, 500*time.Millisecond, cancel)
+			_, errs := d.apply(ctx, "spark_ray_cluster", nil, cfg, planned)
+			if !<-pressed {
+				t.Fatalf("ray start was never seen running on %s: the interruption was not exercised", c.watch.Name)
 			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		sawStart <- false
-	}()
-	resp, err := srv.ApplyResourceChange(applyCtx, &tfprotov6.ApplyResourceChangeRequest{
-		TypeName: "spark_ray_cluster", PriorState: &prior, PlannedState: &planVal, Config: &cfgVal})
-	if !<-sawStart {
-		t.Fatal("the head's ray start was never seen running: the interruption was not exercised")
+			if errs == "" {
+				t.Fatal("the interrupted create reported success")
+			}
+			t.Logf("interrupted create reported: %s", errs)
+			nothingRuns(t, "Ray", rayProcesses, head, w)
+			nothingRuns(t, "a start marker", `ls /tmp/terraform-provider-spark-$(id -u)/ray-*.starting 2>/dev/null`, head)
+		})
 	}
-	if err == nil && diagsErr(resp.Diagnostics) == "" {
+}
+
+// The same while vLLM loads its model (vllm serve detached by setsid): the
+// create stops the server it started, with its process group (vLLM's
+// EngineCore), closes nothing it did not open, and removes its start
+// marker; the cluster under it stays as it was.
+func TestAccFault_interruptedVLLMLaunchLeavesNothingRunning(t *testing.T) {
+	l := acctest.Lab(t)
+	head := l.Nodes[0]
+	d := newDriver(t, l)
+	cluster := map[string]any{
+		"head":    map[string]any{"ssh_host": head.SSHHost, "num_gpus": 1},
+		"runtime": map[string]any{"host": map[string]any{"ray_command": head.RayCommand}},
+	}
+	cfg, planned := d.plan("spark_ray_cluster", cluster, nil)
+	state, errs := d.apply(context.Background(), "spark_ray_cluster", nil, cfg, planned)
+	if errs != "" {
+		t.Fatalf("create the cluster: %s", errs)
+	}
+	t.Cleanup(func() {
+		cfg, planned := d.plan("spark_ray_cluster", nil, state)
+		if _, errs := d.apply(context.Background(), "spark_ray_cluster", state, cfg, planned); errs != "" {
+			t.Errorf("destroy the cluster: %s", errs)
+		}
+		nothingRuns(t, "Ray", rayProcesses, l.Nodes...)
+	})
+	sv, err := state.Unmarshal(d.typ("spark_ray_cluster"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var attrs map[string]tftypes.Value
+	var headAddress string
+	if err := sv.As(&attrs); err != nil || attrs["head_address"].As(&headAddress) != nil || headAddress == "" {
+		t.Fatalf("the cluster's head_address: %v", err)
+	}
+	before := nodeRay(t, l)
+
+	deployment := map[string]any{
+		"head":                 map[string]any{"ssh_host": head.SSHHost},
+		"runtime":              map[string]any{"host": map[string]any{"ray_command": head.RayCommand}},
+		"ray_address":          headAddress,
+		"model":                head.ModelPath,
+		"served_model_name":    "tiny",
+		"vllm_command":         head.VLLMCommand,
+		"env":                  map[string]any{"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"},
+		"extra_args":           []any{"--dtype", "float32", "--max-model-len", "256", "--enforce-eager"},
+		"tensor_parallel_size": 1,
+	}
+	cfg, planned = d.plan("spark_vllm_deployment", deployment, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pressed := d.ctrlC(head, `[v]llm serve`, 3*time.Second, cancel)
+	_, errs = d.apply(ctx, "spark_vllm_deployment", nil, cfg, planned)
+	if !<-pressed {
+		t.Fatal("vllm serve was never seen running on the head: the interruption was not exercised")
+	}
+	if errs == "" {
 		t.Fatal("the interrupted create reported success")
 	}
-	t.Logf("interrupted create reported: %s", diagsErr(resp.Diagnostics))
-	for _, n := range []lab.Node{head, w} {
-		out, err := lab.Exec(ctx, n, "sh", "-c", "pgrep -a -x raylet; pgrep -a -x gcs_server; pgrep -af '(^|/)ray start( |$)'; true")
-		if err != nil || strings.TrimSpace(out) != "" {
-			t.Errorf("after the interrupted create, %s still runs Ray (%v):\n%s", n.Name, err, out)
-		}
+	t.Logf("interrupted create reported: %s", errs)
+	nothingRuns(t, "vLLM", `pgrep -af '[v]llm serve'; pgrep -af '[V]LLM::'; ss -Hltn 'sport = :8000'`, head)
+	nothingRuns(t, "a start marker or an env file", `ls /tmp/terraform-provider-spark-$(id -u)/vllm-8000/starting /tmp/terraform-provider-spark-$(id -u)/vllm-8000/env 2>/dev/null`, head)
+	if after := nodeRay(t, l); after != before {
+		t.Errorf("the interrupted launch changed the cluster's Ray.\nbefore:\n%s\nafter:\n%s", before, after)
 	}
+}
+
+// nodeRay lists the Ray daemons on the nodes.
+func nodeRay(t *testing.T, l *lab.File) string {
+	t.Helper()
+	var b strings.Builder
+	for _, n := range l.Nodes {
+		out, err := acctest.NodeProcesses(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(n.Name + ":\n" + out + "\n")
+	}
+	return b.String()
 }
 
 func diagsErr(ds []*tfprotov6.Diagnostic) string {

@@ -91,29 +91,83 @@ func StartCommand(o StartOptions) (argv []string, stdin []byte, err error) {
 	return append(argv, o.ExtraArgs...), stdin, nil
 }
 
-// StopArgv stops every Ray process on the node and then checks none is left.
-// A `ray start` still running (an apply interrupted while it ran: it is
-// detached from the SSH session by setsid, so cancelling the session does
-// not end it) is ended first, or it would go on spawning what ray stop just
-// stopped. The node lock keeps another apply's ray start off this node.
-func StopArgv(rayCommand string) []string {
-	if rayCommand == "" {
-		rayCommand = "ray"
+// StopArgv stops this cluster's Ray on the node, and only it: `ray stop`
+// would end every Ray on the node, other users' too when run as root (it
+// walks psutil.process_iter() with no owner or cluster filter, Ray 2.52.1
+// python/ray/scripts/scripts.py L1257).
+//
+// This cluster's processes are found by their command lines: every Ray
+// daemon of a node carries its cluster's GCS address (`--gcs-address=<a>`,
+// the client server `--address=<a>`), the head's GCS server its port
+// (`--gcs_server_port=<p>`), and an unfinished `ray start` the flags the
+// provider gave it. Ray's worker processes do not carry the address; they
+// are found by their Unix session: `ray start` runs under setsid, so every
+// process it and its raylet spawn shares its session (Ray names the session
+// after that process, python/ray/_private/node.py L185 in 2.52.1). A session
+// is taken whole only when its leader is gone or is this cluster's own `ray
+// start`; Ray started by hand from a login shell loses only its matching
+// processes, never the shell. An unfinished `ray start` (an apply
+// interrupted while it ran: detached by setsid, it outlives the SSH session)
+// goes with the rest, or it would go on spawning. Everything gets SIGTERM,
+// what is left after the grace period SIGKILL, and the stop fails when a
+// matching process survives. The node lock keeps another apply's ray start
+// off this node meanwhile.
+//
+// gcsAddr is the cluster's GCS address (head registered IP:port); head adds
+// the matches only the head has.
+func StopArgv(gcsAddr string, gcsPort int, head bool) []string {
+	h := "0"
+	if head {
+		h = "1"
 	}
-	return []string{"sh", "-c", `starting='(^|/)ray start( |$)'
-if pkill -TERM -f -- "$starting" 2>/dev/null; then
-  for i in 1 2 3 4 5 6 7 8 9 10; do pgrep -f -- "$starting" >/dev/null || break; sleep 1; done
-  pkill -KILL -f -- "$starting" 2>/dev/null
-fi
-"$1" stop --grace-period 10 >/dev/null 2>&1
-for i in 1 2 3 4 5 6 7 8 9 10; do
-  pgrep -x raylet >/dev/null || pgrep -x gcs_server >/dev/null || exit 0
-  sleep 1
-done
-"$1" stop --force >/dev/null 2>&1
-sleep 1
-left=$(pgrep -a -x raylet; pgrep -a -x gcs_server)
-[ -z "$left" ] && exit 0
-echo "Ray processes still running after ray stop --force: $left" >&2
-exit 1`, "sh", rayCommand}
+	return []string{"sh", "-c", StopScript, "sh", gcsAddr, strconv.Itoa(gcsPort), h, "10"}
 }
+
+// StopScript is StopArgv's script: $1 GCS address, $2 GCS port, $3 1 on
+// the head, $4 grace period in seconds.
+const StopScript = `a=$1 port=$2 head=$3 grace=$4
+self=$(ps -o sid= -p $$ | tr -d ' ')
+# ours: the pids whose command line names this cluster. Zombies and kernel
+# threads have an empty command line and never match.
+ours() {
+  for d in /proc/[0-9]*; do
+    c=$(tr '\0' ' ' < "$d/cmdline" 2>/dev/null) || continue
+    case " $c" in
+      *"-address=$a "*|*" start --address $a "*) echo "${d#/proc/}" ;;
+      *" --gcs_server_port=$port "*|*" start --head --port $port "*) [ "$head" = 1 ] && echo "${d#/proc/}" ;;
+    esac
+  done
+}
+# sessions: the sessions of the matching pids that are this cluster's alone.
+sessions() {
+  for p in $1; do
+    s=$(ps -o sid= -p "$p" 2>/dev/null | tr -d ' ')
+    [ -n "$s" ] && [ "$s" != "$self" ] && [ "$s" != 1 ] || continue
+    case " $1 " in *" $s "*) echo "$s"; continue ;; esac
+    [ -n "$(tr -d '\0' < "/proc/$s/cmdline" 2>/dev/null)" ] || echo "$s"
+  done | sort -u
+}
+# targets: matching pids, and every live member of their sessions.
+targets() {
+  m=$(echo $(ours))
+  s=$(echo $(sessions "$m"))
+  { echo "$m"
+    [ -n "$s" ] && ps -eo pid=,sid= | while read -r p sid; do
+      case " $s " in *" $sid "*) [ -n "$(tr -d '\0' < "/proc/$p/cmdline" 2>/dev/null)" ] && echo "$p" ;; esac
+    done
+  } | grep -v -x -e '' -e "$$" | sort -u
+}
+t=$(targets)
+[ -z "$t" ] && exit 0
+kill -TERM $t 2>/dev/null
+i=0
+while [ "$i" -lt "$grace" ]; do
+  sleep 1; i=$((i+1))
+  t=$(targets); [ -z "$t" ] && exit 0
+done
+kill -KILL $t 2>/dev/null
+sleep 1
+left=$(for p in $(ours); do printf '%s: %s\n' "$p" "$(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | cut -c1-120)"; done)
+[ -z "$left" ] && exit 0
+echo "Ray processes of $a still running after SIGKILL: $left" >&2
+exit 1`

@@ -526,15 +526,14 @@ func (m *Manager) Start(ctx context.Context, s Spec, n NodeSpec, headIP, registe
 	return nil
 }
 
-// Stop stops Ray on one node (and removes its container), and verifies no
-// raylet or gcs_server is left.
-func (m *Manager) Stop(ctx context.Context, s Spec, n NodeSpec) error {
+// Stop stops this cluster's Ray on one node (gcsAddr: the head's registered
+// IP and GCS port), and only it: another cluster's Ray on the node, or
+// another user's, keeps running (ray.StopArgv). In a container this
+// provider created, the container goes with it.
+func (m *Manager) Stop(ctx context.Context, s Spec, n NodeSpec, gcsAddr string) error {
 	m.forget()
-	if argv := s.Runtime.RemoveArgv(); argv != nil {
-		_, err := m.run(ctx, n.Endpoint, "remove runtime container on "+n.Name, argv)
-		return err
-	}
-	if _, err := m.run(ctx, n.Endpoint, "stop Ray on "+n.Name, ray.StopArgv(s.Runtime.Ray())); err != nil {
+	stop := ray.StopArgv(gcsAddr, s.GCSPort, n.Name == HeadName)
+	if _, err := m.run(ctx, n.Endpoint, "stop Ray on "+n.Name, s.Runtime.StopArgv(stop)); err != nil {
 		return err
 	}
 	tflog.Info(ctx, "Ray stopped", map[string]any{"node": n.Name, "host": n.Endpoint.Host})

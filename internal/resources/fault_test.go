@@ -16,6 +16,7 @@ import (
 
 	"github.com/lab-infra/terraform-provider-spark/internal/acctest"
 	"github.com/lab-infra/terraform-provider-spark/internal/lab"
+	"github.com/lab-infra/terraform-provider-spark/internal/vllm"
 )
 
 // hideIP takes iproute2 away on a node (Ray does not use it; the plan's
@@ -336,5 +337,145 @@ for i in $(seq 50); do ss -Hltn 'sport = :8000' | grep -q . && exit 0; sleep 0.2
 			Config:    cluster + d.config(l),
 			Check:     resource.TestCheckResourceAttr(deployAddr, "status", "serving"),
 		})),
+	})
+}
+
+// otherUsersRay starts a Ray of another local user on every node (its own
+// head, its own ports and temp dir, as a second team sharing the boxes
+// would) and returns what identifies it: its pids, listed by owner.
+func otherUsersRay(t *testing.T, l *lab.File) func(n lab.Node) string {
+	t.Helper()
+	ctx := context.Background()
+	list := func(n lab.Node) string {
+		out, err := lab.Exec(ctx, n, "sh", "-c", "pgrep -u intruder -x gcs_server; pgrep -u intruder -x raylet; true")
+		if err != nil {
+			t.Fatalf("list intruder's Ray on %s: %v", n.Name, err)
+		}
+		return strings.Join(strings.Fields(out), " ")
+	}
+	for _, n := range l.Nodes {
+		out, err := lab.Exec(ctx, n, "sh", "-c", `id intruder >/dev/null 2>&1 || useradd -M intruder
+pkill -KILL -u intruder; sleep 1; rm -rf /tmp/ray-intruder
+su -s /bin/sh intruder -c 'cd /tmp && HOME=/tmp/intruder-home setsid "$0" start --head --port 6390 --temp-dir /tmp/ray-intruder \
+  --ray-client-server-port 10091 --min-worker-port 20002 --max-worker-port 29999 --dashboard-port 8290 \
+  --dashboard-agent-listen-port 52390 --disable-usage-stats >/tmp/intruder-ray.log 2>&1' "$1" </dev/null || { tail -5 /tmp/intruder-ray.log; exit 1; }`, "sh", n.RayCommand)
+		if err != nil {
+			t.Fatalf("start intruder's Ray on %s: %v %s", n.Name, err, out)
+		}
+		if len(strings.Fields(list(n))) != 2 {
+			t.Fatalf("intruder's Ray on %s: want a gcs_server and a raylet, got pids %q", n.Name, list(n))
+		}
+	}
+	t.Cleanup(func() {
+		for _, n := range l.Nodes {
+			_, _ = lab.Exec(ctx, n, "sh", "-c", `pkill -KILL -u intruder; rm -rf /tmp/ray-intruder /tmp/intruder-home; true`)
+		}
+	})
+	return list
+}
+
+// Ray's own `ray stop` ends every Ray on the node, other users' too when
+// run as root. The provider stops its own cluster only: another user's Ray
+// on the same nodes keeps running, the same processes, through a worker's
+// removal and the destroy.
+func TestAccRayCluster_anotherUsersRayOutlivesDestroy(t *testing.T) {
+	l := acctest.Lab(t)
+	w := l.Nodes[1]
+	theirs := otherUsersRay(t, l)
+	before := map[string]string{}
+	for _, n := range l.Nodes {
+		before[n.Name] = theirs(n)
+	}
+	untouched := func(*terraform.State) error {
+		for _, n := range l.Nodes {
+			if now := theirs(n); now != before[n.Name] {
+				return fmt.Errorf("the other user's Ray on %s changed: pids %q, then %q", n.Name, before[n.Name], now)
+			}
+		}
+		return nil
+	}
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy: func(s *terraform.State) error {
+			for _, n := range l.Nodes {
+				out, err := lab.Exec(context.Background(), n, "sh", "-c", "pgrep -a -u root -x raylet; pgrep -a -u root -x gcs_server; true")
+				if err != nil || strings.TrimSpace(out) != "" {
+					return fmt.Errorf("this cluster's Ray still runs on %s after destroy (%w):\n%s", n.Name, err, out)
+				}
+			}
+			return untouched(s)
+		},
+		Steps: []resource.TestStep{
+			{Config: clusterConfig(l, "", map[string]string{w.Name: ""}), Check: untouched},
+			{Config: clusterConfig(l, "", nil), Check: untouched}, // the worker removed: its Ray stopped there
+		},
+	})
+}
+
+// A create killed while vLLM loaded (SIGKILL, a lost laptop) leaves vllm
+// serve running with its start marker and holding its GPU, and nothing in
+// state. The next plan recognises it as this provider's unfinished launch
+// (it does not refuse the port or the GPU it holds); the apply stops it and
+// serves its own, and the marker is gone.
+func TestAccVLLMDeployment_unfinishedLaunchIsReplaced(t *testing.T) {
+	l := acctest.Lab(t)
+	head := l.Nodes[0]
+	ctx := context.Background()
+	cluster := clusterConfig(l, "", nil)
+	d := deploy{hostIP: head.ExternalIP, keyLine: keySetup(t, head, "canary-key-"+fmt.Sprint(time.Now().UnixNano()))}
+	orphan := ""
+	leave := func() {
+		// What Server.Launch does, by hand, the way a killed apply leaves it.
+		env := fmt.Sprintf("RAY_ADDRESS='%s:6379'\nVLLM_HOST_IP='%s'\nVLLM_CPU_KVCACHE_SPACE='1'\nHF_HUB_OFFLINE='1'\n", head.ExternalIP, head.ExternalIP)
+		argv := vllm.ServeArgv(vllm.ServeOptions{Command: head.VLLMCommand, Model: head.ModelPath, ServedName: "tiny", TP: 1, PP: 1, Port: 8000,
+			ExtraArgs: []string{"--dtype", "float32", "--max-model-len", "256", "--enforce-eager"}})
+		script := `d=/tmp/terraform-provider-spark-$(id -u); mkdir -p -m 700 "$d/vllm-8000" && printf '%s' "$1" > "$d/vllm-8000/env" && shift &&
+exec sh -c "$0" sh "$d/vllm-8000" "" "terraform-provider-spark pid 4242 on killed-laptop since 2026-12-03T08:00:00Z" "$@"`
+		out, err := lab.Exec(ctx, head, append([]string{"sh", "-c", script, vllm.LaunchScript, env}, argv...)...)
+		if err != nil {
+			t.Fatalf("leave an unfinished launch: %v %s", err, out)
+		}
+		orphan = strings.TrimSpace(out)
+		// Bounded: until it serves and so holds its GPU for sure.
+		for i := 0; i < 180; i++ {
+			if out, _ := lab.Exec(ctx, head, "sh", "-c", "ss -Hltn 'sport = :8000'"); strings.TrimSpace(out) != "" {
+				return
+			}
+			time.Sleep(time.Second)
+		}
+		t.Fatal("the unfinished launch's vllm serve never listened on 8000")
+	}
+	t.Cleanup(func() {
+		if orphan != "" {
+			_, _ = lab.Exec(ctx, head, "sh", "-c", vllm.StopScript, "sh", orphan, "8000", "5", "")
+		}
+	})
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy:             noVLLMLeft(l),
+		Steps: []resource.TestStep{
+			{Config: cluster},
+			{
+				PreConfig: leave,
+				Config:    cluster + d.config(l),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
+				},
+				Check: func(s *terraform.State) error {
+					id := s.RootModule().Resources[deployAddr].Primary.Attributes["process_identity"]
+					if id == orphan {
+						return fmt.Errorf("the unfinished launch's server %s was adopted, not replaced", orphan)
+					}
+					out, err := lab.Exec(ctx, head, "sh", "-c", vllm.StatusScript+`; ls /tmp/terraform-provider-spark-$(id -u)/vllm-8000/starting 2>/dev/null; true`, "sh", orphan)
+					if err != nil || strings.TrimSpace(out) != "gone" {
+						return fmt.Errorf("after the apply, the unfinished launch's server or the start marker is still there: %q %w", out, err)
+					}
+					orphan = ""
+					return nil
+				},
+			},
+		},
 	})
 }

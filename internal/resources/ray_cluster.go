@@ -234,10 +234,11 @@ func (r *rayClusterResource) Create(ctx context.Context, req resource.CreateRequ
 		return
 	}
 	defer release()
+	gcsAddr := net.JoinHostPort(p.HeadIP, strconv.Itoa(spec.GCSPort))
 	if p.StopOrphan {
 		// A create of this cluster was killed before it could roll back:
 		// its Ray holds the port (the plan said so); replace it.
-		if err := r.mgr.Stop(ctx, spec, spec.Head); err != nil {
+		if err := r.mgr.Stop(ctx, spec, spec.Head, gcsAddr); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("head"), "Cannot stop the Ray an unfinished create left", err.Error())
 			return
 		}
@@ -264,7 +265,7 @@ func (r *rayClusterResource) Create(ctx context.Context, req resource.CreateRequ
 			}
 		}()
 		for i := len(started) - 1; i >= 0; i-- {
-			if err := r.mgr.Stop(bg, spec, started[i]); err != nil {
+			if err := r.mgr.Stop(bg, spec, started[i], gcsAddr); err != nil {
 				stopped = false
 				tflog.Warn(ctx, "rollback: could not stop Ray", map[string]any{"node": started[i].Name, "error": err.Error()})
 				resp.Diagnostics.AddWarning("Rollback could not stop Ray on "+started[i].Name,
@@ -273,7 +274,6 @@ func (r *rayClusterResource) Create(ctx context.Context, req resource.CreateRequ
 			}
 		}
 	}
-	gcsAddr := net.JoinHostPort(p.HeadIP, strconv.Itoa(spec.GCSPort))
 	if err := r.mgr.Start(ctx, spec, spec.Head, "", p.HeadIP, ""); err != nil {
 		rollback()
 		resp.Diagnostics.AddAttributeError(path.Root("head"), "Cannot start the Ray head", err.Error())
@@ -339,7 +339,7 @@ func (r *rayClusterResource) startWorkers(ctx context.Context, spec raycluster.S
 			w := spec.Workers[name]
 			var err error
 			if clean {
-				err = r.mgr.Stop(ctx, spec, w)
+				err = r.mgr.Stop(ctx, spec, w, net.JoinHostPort(headIP, strconv.Itoa(spec.GCSPort)))
 			}
 			if err == nil {
 				err = r.mgr.Start(ctx, spec, w, headIP, registered[name], token)
@@ -562,7 +562,7 @@ func (r *rayClusterResource) Update(ctx context.Context, req resource.UpdateRequ
 			continue // removed, unreachable, warned about
 		}
 		if !ok || !sameNode(w, nw) || !w.Alive.ValueBool() {
-			if err := r.mgr.Stop(ctx, old, old.Workers[name]); err != nil {
+			if err := r.mgr.Stop(ctx, old, old.Workers[name], gcsAddr); err != nil {
 				resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(name), "Cannot stop Ray worker", err.Error())
 				return
 			}
@@ -641,7 +641,7 @@ func (r *rayClusterResource) Delete(ctx context.Context, req resource.DeleteRequ
 	var wg sync.WaitGroup
 	for _, name := range spec.WorkerNames() {
 		wg.Go(func() {
-			if err := r.mgr.Stop(ctx, spec, spec.Workers[name]); err != nil {
+			if err := r.mgr.Stop(ctx, spec, spec.Workers[name], state.gcsAddr()); err != nil {
 				mu.Lock()
 				resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(name), "Cannot stop Ray worker", err.Error()+goneHint)
 				mu.Unlock()
@@ -652,7 +652,7 @@ func (r *rayClusterResource) Delete(ctx context.Context, req resource.DeleteRequ
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if err := r.mgr.Stop(ctx, spec, spec.Head); err != nil {
+	if err := r.mgr.Stop(ctx, spec, spec.Head, state.gcsAddr()); err != nil {
 		resp.Diagnostics.AddAttributeError(path.Root("head"), "Cannot stop the Ray head", err.Error()+goneHint)
 	}
 }

@@ -10,6 +10,10 @@ import (
 	"strconv"
 )
 
+// Label marks the containers this provider created (value 1): only those
+// does it remove.
+const Label = "terraform-provider-spark"
+
 // Container is the container runtime's settings.
 type Container struct {
 	Image   string
@@ -68,7 +72,7 @@ func (r Runtime) EnsureArgv() []string {
 		return nil
 	}
 	run := []string{"docker", "run", "-d", "--name", c.Name, "--network", "host", "--ipc", "host",
-		"--label", "terraform-provider-spark=1"}
+		"--label", Label + "=1"}
 	if c.ShmSize != "" {
 		run = append(run, "--shm-size", c.ShmSize)
 	}
@@ -78,13 +82,17 @@ func (r Runtime) EnsureArgv() []string {
 	run = append(run, c.RunArgs...)
 	run = append(run, c.Image, "sleep", "infinity")
 	// $1 is the name, the rest the docker run argv: reuse a running
-	// container, restart a stopped one, create it otherwise.
+	// container this provider created, restart a stopped one, create it
+	// otherwise. A container of that name it did not create is refused: Ray
+	// would run with someone else's image and settings, and a stop would
+	// not remove it.
 	return append([]string{"sh", "-c", `name=$1; shift
-state=$(docker inspect -f '{{.State.Running}}' "$name" 2>/dev/null) || state=absent
+state=$(docker inspect -f '{{.State.Running}} {{index .Config.Labels "` + Label + `"}}' "$name" 2>/dev/null) || state=absent
 case "$state" in
-  true) exit 0 ;;
-  false) exec docker start "$name" >/dev/null ;;
-  *) exec "$@" >/dev/null ;;
+  "true 1") exit 0 ;;
+  "false 1") exec docker start "$name" >/dev/null ;;
+  absent) exec "$@" >/dev/null ;;
+  *) echo "container $name exists and was not created by terraform-provider-spark (no label ` + Label + `=1): set runtime.container.name to another name, or remove that container" >&2; exit 1 ;;
 esac`, "sh", c.Name}, run...)
 }
 
@@ -120,10 +128,19 @@ done
 shift "$orig"
 exec docker run --rm --network host "$@"`
 
-// RemoveArgv removes the runtime's container (and every process in it).
-func (r Runtime) RemoveArgv() []string {
+// StopArgv runs stop (which stops this cluster's Ray) where Ray runs. In
+// a container this provider created (it carries the provider's label) the
+// container goes, with everything in it; a container of the same name the
+// provider did not create is someone else's: only stop runs in it, and the
+// container stays. Absent or stopped, there is nothing to stop.
+func (r Runtime) StopArgv(stop []string) []string {
 	if r.Container == nil {
-		return nil
+		return stop
 	}
-	return []string{"sh", "-c", `docker rm -f "$1" >/dev/null 2>&1; ! docker inspect "$1" >/dev/null 2>&1`, "sh", r.Container.Name}
+	return append([]string{"sh", "-c", `name=$1; shift
+state=$(docker inspect -f '{{.State.Running}} {{index .Config.Labels "` + Label + `"}}' "$name" 2>/dev/null) || exit 0
+case "$state" in
+  *" 1") docker rm -f "$name" >/dev/null 2>&1; ! docker inspect "$name" >/dev/null 2>&1 ;;
+  "true "*) exec docker exec "$name" "$@" ;;
+esac`, "sh", r.Container.Name}, stop...)
 }

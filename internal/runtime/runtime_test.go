@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +12,7 @@ import (
 func TestHostRuntimeLeavesArgvAlone(t *testing.T) {
 	r := Runtime{RayCommand: "/opt/ray/bin/ray"}
 	got := r.Wrap([]string{"ray", "status"}, false)
-	if strings.Join(got, " ") != "ray status" || r.EnsureArgv() != nil || r.RemoveArgv() != nil {
+	if strings.Join(got, " ") != "ray status" || r.EnsureArgv() != nil || strings.Join(r.StopArgv([]string{"stop"}), " ") != "stop" {
 		t.Fatalf("host runtime changed argv: %v", got)
 	}
 	if (Runtime{}).Ray() != "ray" {
@@ -71,5 +72,80 @@ func TestProbeArgv(t *testing.T) {
 	want = strings.Join([]string{"exec", "ray-node", "sh", "-c", "echo 'x y'", "arg two"}, "\n")
 	if got := run("true"); got != want {
 		t.Fatalf("probe in the running container ran docker with\n%s\nwant\n%s", got, want)
+	}
+}
+
+// fakeDocker is a docker that answers inspect with $STATE ("<running>
+// <label>", or absent) until something removed the container, and logs
+// every other command it is given.
+func fakeDocker(t *testing.T) (bin, log string) {
+	t.Helper()
+	bin = t.TempDir()
+	fake := `#!/bin/sh
+if [ "$1" = inspect ]; then
+  [ "$STATE" = absent ] || [ -e "$0.removed" ] && exit 1
+  echo "$STATE"; exit 0
+fi
+[ "$1" = rm ] && touch "$0.removed"
+echo "$*" >> "$0.log"
+`
+	if err := os.WriteFile(filepath.Join(bin, "docker"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, filepath.Join(bin, "docker.log")
+}
+
+func runFake(t *testing.T, argv []string, state string) (docker string, err error) {
+	t.Helper()
+	bin, log := fakeDocker(t)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "STATE="+state)
+	out, err := cmd.CombinedOutput()
+	b, _ := os.ReadFile(log)
+	if err != nil {
+		err = fmt.Errorf("%w: %s", err, out)
+	}
+	return strings.TrimSpace(string(b)), err
+}
+
+// Only a container this provider created (its label) is removed; in
+// someone else's container of the same name, only this cluster's stop runs.
+func TestContainerStopRemovesOnlyItsOwnContainer(t *testing.T) {
+	r := Runtime{Container: &Container{Image: "img:1", Name: "ray-node"}}
+	argv := r.StopArgv([]string{"sh", "-c", "stop this cluster"})
+	for _, c := range []struct{ state, docker string }{
+		{"true 1", "rm -f ray-node"},
+		{"false 1", "rm -f ray-node"},
+		{"true <no value>", "exec ray-node sh -c stop this cluster"},
+		{"false <no value>", ""},
+		{"absent", ""},
+	} {
+		got, err := runFake(t, argv, c.state)
+		if err != nil || got != c.docker {
+			t.Errorf("container %q: docker ran %q (%v), want %q", c.state, got, err, c.docker)
+		}
+	}
+}
+
+// A running container this provider created is reused, a stopped one
+// restarted, a missing one created; one of that name it did not create is
+// refused, naming the fix.
+func TestEnsureRefusesAContainerItDidNotCreate(t *testing.T) {
+	r := Runtime{Container: &Container{Image: "img:1", Name: "ray-node"}}
+	argv := r.EnsureArgv()
+	for _, c := range []struct{ state, docker string }{
+		{"true 1", ""},
+		{"false 1", "start ray-node"},
+		{"absent", "run -d --name ray-node --network host --ipc host --label terraform-provider-spark=1 img:1 sleep infinity"},
+	} {
+		got, err := runFake(t, argv, c.state)
+		if err != nil || got != c.docker {
+			t.Errorf("container %q: docker ran %q (%v), want %q", c.state, got, err, c.docker)
+		}
+	}
+	got, err := runFake(t, argv, "true <no value>")
+	if err == nil || got != "" || !strings.Contains(err.Error(), "was not created by terraform-provider-spark") ||
+		!strings.Contains(err.Error(), "runtime.container.name") {
+		t.Fatalf("someone else's container: docker ran %q, err %v", got, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -64,6 +65,9 @@ func WaitReady(ctx context.Context, r Readiness) error {
 		last = err
 		select {
 		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return fmt.Errorf("the apply was interrupted while the model loaded: %w", last)
+			}
 			return fmt.Errorf("not ready when the timeout ended: %w", last)
 		case <-time.After(wait):
 		}

@@ -35,7 +35,7 @@ func (s Server) cmd(step string, argv []string, stdin []byte) transport.Cmd {
 // Launch writes the 0600 environment file (VLLM_HOST_IP, VLLM_API_KEY,
 // RAY_ADDRESS and the user's env) and starts `vllm serve` detached. It
 // returns the process identity ("pid:start").
-func (s Server) Launch(ctx context.Context, env map[string]string, keyFile string, argv []string) (string, error) {
+func (s Server) Launch(ctx context.Context, env map[string]string, keyFile, holder string, argv []string) (string, error) {
 	body, err := transport.EnvFile(env)
 	if err != nil {
 		return "", err
@@ -48,7 +48,7 @@ func (s Server) Launch(ctx context.Context, env map[string]string, keyFile strin
 		return "", err
 	}
 	res, err := s.Conn.Run(ctx, s.cmd("launch vllm serve",
-		transport.Script(LaunchScript, append([]string{dir, keyFile}, argv...)...), nil))
+		transport.Script(LaunchScript, append([]string{dir, keyFile, holder}, argv...)...), nil))
 	if err != nil {
 		return "", err
 	}
@@ -57,6 +57,23 @@ func (s Server) Launch(ctx context.Context, env map[string]string, keyFile strin
 		return "", fmt.Errorf("launch printed %q, not a process identity", id)
 	}
 	return id, nil
+}
+
+// Unfinished returns the identity of a server whose launch never
+// finished (UnfinishedScript) and who launched it; "" when there is none.
+func (s Server) Unfinished(ctx context.Context) (identity, holder string, err error) {
+	res, err := s.Conn.Run(ctx, s.cmd("read the vLLM start marker", transport.Script(UnfinishedScript, strconv.Itoa(s.Port), ""), nil))
+	if err != nil {
+		return "", "", err
+	}
+	identity, holder, _ = strings.Cut(strings.TrimSpace(string(res.Stdout)), "\n")
+	return identity, holder, nil
+}
+
+// Settled removes the start marker: the launch answered.
+func (s Server) Settled(ctx context.Context) error {
+	_, err := s.Conn.Run(ctx, s.cmd("remove the vLLM start marker", transport.Script(SettledScript, strconv.Itoa(s.Port), ""), nil))
+	return err
 }
 
 // Alive reports whether the process with this identity still runs.

@@ -131,16 +131,19 @@ const DirScript = `private=$1 port=$2
 mkdir -p -- "$private/vllm-$port" && chmod 700 -- "$private/vllm-$port" && echo "$private/vllm-$port"`
 
 // LaunchScript starts the server detached from the SSH session. $1 is the
-// state directory, $2 an optional API key file on the node, the rest the
+// state directory, $2 an optional API key file on the node, $3 who
+// launches (written to the start marker, `starting`, which stays until the
+// launch has answered its readiness check or was stopped), the rest the
 // serve argv. It prints "<pid>:<start time>": the process identity, which
 // survives neither a restart nor PID reuse.
-const LaunchScript = `dir=$1 keyfile=$2; shift 2
+const LaunchScript = `dir=$1 keyfile=$2 holder=$3; shift 3
 auth='` + ray.AuthEnv + `' 
 mkdir -p "$dir" && chmod 700 "$dir" && cd "$dir" || exit 1
 if [ -f pid ] && st=$(sed 's/.*) //' "/proc/$(cat pid)/stat" 2>/dev/null) && [ "${st%% *}" != Z ]; then
   echo "a vLLM server started by this provider is already running (pid $(cat pid))" >&2; exit 3
 fi
 : > server.log
+printf '%s\n' "$holder" > starting
 setsid sh -c 'set -a; . ./env; if [ -n "$1" ]; then VLLM_API_KEY=$(cat "$1") || exit 1; fi; set +a
 '"$auth"'
 shift; exec "$@"' sh "$keyfile" "$@" >> server.log 2>&1 < /dev/null &
@@ -182,13 +185,33 @@ if group; then
   i=0; while group && [ "$i" -lt "$grace" ]; do sleep 1; i=$((i+1)); done
   group && { kill -KILL "-$pid" 2>/dev/null; sleep 1; }
 fi
-[ -n "$dir" ] && rm -f -- "$dir/env"
+[ -n "$dir" ] && rm -f -- "$dir/env" "$dir/starting"
 for i in 1 2 3 4 5 6 7 8 9 10; do
   [ -z "$(ss -Hltn "sport = :$port" 2>/dev/null)" ] && exit 0
   sleep 1
 done
 echo "port $port is still open after stopping vLLM: $(ss -Hltnp "sport = :$port")" >&2
 exit 1`
+
+// UnfinishedScript prints the identity of the server a launch on port $1
+// started and never finished (its start marker is still there: the
+// provider was killed while the model loaded), then the marker's holder;
+// nothing when there is none, or when the SSH user's private directory is
+// not its own (a marker anyone could have written proves nothing). $2, when
+// set, is the private directory (tests).
+const UnfinishedScript = `private=$2
+` + transport.PrivateDir + `owned || exit 0
+d=$private/vllm-$1
+[ -f "$d/starting" ] && [ -f "$d/pid" ] || exit 0
+pid=$(cat "$d/pid")
+st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) && [ "${st%% *}" != Z ] || exit 0
+echo "$pid:$(echo "$st" | cut -d' ' -f20)"
+cat "$d/starting"`
+
+// SettledScript removes the start marker of the deployment on port $1
+// once its launch answered; $2 as in UnfinishedScript.
+const SettledScript = `private=$2
+` + transport.PrivateDir + `owned && rm -f -- "$private/vllm-$1/starting"; true`
 
 // FindScript prints the identity and NUL-separated command line of the
 // process listening on port $1 (for import), or exits 4 when none does.

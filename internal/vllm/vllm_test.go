@@ -118,7 +118,7 @@ func TestLaunchStatusStopScripts(t *testing.T) {
 	// The server has a child of its own, as vllm serve has its EngineCore:
 	// stop must take the whole process group, under dash's kill too.
 	child := fmt.Sprintf("sleep 31.%d", os.Getpid())
-	out, err := exec.Command("/bin/sh", "-c", LaunchScript, "sh", dir, "", "sh", "-c", child+` & echo "$GREETING"; exec sleep 30`).Output()
+	out, err := exec.Command("/bin/sh", "-c", LaunchScript, "sh", dir, "", "test holder", "sh", "-c", child+` & echo "$GREETING"; exec sleep 30`).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestLaunchStatusStopScripts(t *testing.T) {
 		t.Fatalf("launched process %s not alive", id)
 	}
 	// Launching again while it runs is refused.
-	if err := exec.Command("/bin/sh", "-c", LaunchScript, "sh", dir, "", "sleep", "1").Run(); err == nil {
+	if err := exec.Command("/bin/sh", "-c", LaunchScript, "sh", dir, "", "test holder", "sleep", "1").Run(); err == nil {
 		t.Fatal("a second launch was accepted")
 	}
 	if o, err := exec.Command("/bin/sh", "-c", StopScript, "sh", id, "1", "2").CombinedOutput(); err != nil {
@@ -151,7 +151,7 @@ func TestLaunchStatusStopScripts(t *testing.T) {
 	}
 	// A server that died alone leaves its child in its process group (as
 	// vLLM's EngineCore outlives a killed API server): stop takes it.
-	out, err = exec.Command("/bin/sh", "-c", LaunchScript, "sh", dir, "", "sh", "-c", child+` & exec sleep 30`).Output()
+	out, err = exec.Command("/bin/sh", "-c", LaunchScript, "sh", dir, "", "test holder", "sh", "-c", child+` & exec sleep 30`).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,6 +178,73 @@ func TestLaunchStatusStopScripts(t *testing.T) {
 	o, _ := exec.Command("/bin/sh", "-c", StatusScript, "sh", pid+":1").Output()
 	if strings.TrimSpace(string(o)) != "gone" {
 		t.Fatal("identity ignores the start time")
+	}
+}
+
+// A launch leaves its start marker until it answered or was stopped: found
+// while the server runs, the server is an unfinished launch; settled, or
+// stopped, it is not; a marker whose server is gone names nothing.
+func TestStartMarkerScripts(t *testing.T) {
+	private := filepath.Join(t.TempDir(), "tps")
+	dir := filepath.Join(private, "vllm-8000")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	unfinished := func() string {
+		out, err := exec.Command("/bin/sh", "-c", UnfinishedScript, "sh", "8000", private).CombinedOutput()
+		if err != nil {
+			t.Fatalf("unfinished: %v %s", err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	launch := func() string {
+		// What Server.Launch does first: the env file (a stop removes it).
+		if err := os.WriteFile(filepath.Join(dir, "env"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("/bin/sh", "-c", LaunchScript, "sh", dir, "", "pid 42 on laptop", "sleep", "30").CombinedOutput()
+		if err != nil {
+			t.Fatalf("launch: %v %s", err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	id := launch()
+	t.Cleanup(func() { _ = exec.Command("/bin/sh", "-c", StopScript, "sh", id, "1", "1", dir).Run() })
+	if got := unfinished(); got != id+"\npid 42 on laptop" {
+		t.Fatalf("a launch that has not answered: unfinished = %q, want its identity and holder", got)
+	}
+	if out, err := exec.Command("/bin/sh", "-c", SettledScript, "sh", "8000", private).CombinedOutput(); err != nil {
+		t.Fatalf("settled: %v %s", err, out)
+	}
+	if got := unfinished(); got != "" {
+		t.Fatalf("a settled launch is unfinished: %q", got)
+	}
+	// Stopped while unfinished: the marker goes with it.
+	if out, err := exec.Command("/bin/sh", "-c", StopScript, "sh", id, "1", "1", dir).CombinedOutput(); err != nil {
+		t.Fatalf("stop: %v %s", err, out)
+	}
+	id = launch()
+	if out, err := exec.Command("/bin/sh", "-c", StopScript, "sh", id, "1", "1", dir).CombinedOutput(); err != nil {
+		t.Fatalf("stop: %v %s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "starting")); !os.IsNotExist(err) {
+		t.Fatalf("stop left the start marker: %v", err)
+	}
+	// A marker whose server died: nothing to replace.
+	id = launch()
+	if err := exec.Command("kill", "-9", strings.SplitN(id, ":", 2)[0]).Run(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := unfinished(); got != "" {
+		t.Fatalf("a dead server is unfinished: %q", got)
+	}
+	// Someone else's directory proves nothing.
+	if err := os.Chmod(private, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("/bin/sh", "-c", UnfinishedScript, "sh", "8000", private+"/../tps-link").CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "" {
+		t.Fatalf("a directory that is not there: %q %v", out, err)
 	}
 }
 

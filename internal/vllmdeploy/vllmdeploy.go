@@ -116,6 +116,7 @@ var headHost = []string{"head", "ssh_host"}
 // port is held by that server.
 func (m *Manager) Check(ctx context.Context, s Spec, own float64, ownPort bool) (preflight.Concluded, []preflight.Diagnostic) {
 	var none preflight.Concluded
+	var unfinished []preflight.Diagnostic
 	conn, err := m.Pool.Get(ctx, s.Head)
 	if err != nil {
 		return none, failed(headHost, "Cannot reach the head", err)
@@ -135,6 +136,23 @@ func (m *Manager) Check(ctx context.Context, s Spec, own float64, ownPort bool) 
 	if err != nil {
 		return none, failed([]string{"ray_address"}, "Invalid ray_address",
 			fmt.Errorf("ray_address = %q is not <ip>:<port>: use spark_ray_cluster.<name>.head_address", s.RayAddress))
+	}
+	if !ownPort {
+		// A server whose launch never finished holds (or will soon hold)
+		// the port: this provider's own, which the apply replaces.
+		if srv, err := m.server(ctx, s); err == nil {
+			if id, holder, err := srv.Unfinished(ctx); err == nil && id != "" {
+				// Its placement group holds GPUs the apply frees by stopping
+				// it. How many is not recorded; same user, same port: taken
+				// for this deployment's, as it most likely is.
+				ownPort, own = true, max(own, float64(s.TP*s.PP))
+				unfinished = append(unfinished, preflight.Diagnostic{Warning: true, Attr: []string{"port"},
+					Summary: "An unfinished launch left vllm serve running on the head",
+					Detail: fmt.Sprintf("vllm serve (process %s) was launched on port %d by %s, which stopped before it answered "+
+						"(killed while the model loaded). It is this provider's own: the apply stops it and starts this deployment's server.",
+						id, s.Port, holder)})
+			}
+		}
 	}
 	dep := preflight.Deployment{HeadFacts: facts, HeadName: raycluster.HeadName, SSHHost: s.Head.Host, HeadIP: headIP, HostIP: s.HostIP,
 		Env: s.Env, TP: s.TP, PP: s.PP, OwnGPUs: own, ValidateIP: vllm.ValidateHostIP, Port: s.Port, PortIsOwn: ownPort}
@@ -162,7 +180,8 @@ func (m *Manager) Check(ctx context.Context, s Spec, own float64, ownPort bool) 
 			}
 		}
 	}
-	return preflight.CheckDeployment(dep)
+	concluded, found := preflight.CheckDeployment(dep)
+	return concluded, append(unfinished, found...)
 }
 
 // Launched is a server that answered its readiness check.
@@ -203,7 +222,15 @@ func (m *Manager) Launch(ctx context.Context, s Spec, sec Secrets, own float64) 
 	}
 	argv := vllm.ServeArgv(vllm.ServeOptions{Command: s.VLLMCommand, Model: s.Model, ServedName: s.Served(),
 		TP: s.TP, PP: s.PP, Host: s.Host, Port: s.Port, ExtraArgs: s.ExtraArgs})
-	id, err := srv.Launch(ctx, env, s.APIKeyFile, argv)
+	// What an unfinished launch left goes first (Check said so).
+	if left, _, err := srv.Unfinished(ctx); err != nil {
+		return Launched{}, failed(nil, "Cannot read the vLLM start marker", err)
+	} else if left != "" {
+		if err := srv.Stop(ctx, left, 10*time.Second); err != nil {
+			return Launched{}, failed(nil, "Cannot stop the vllm serve an unfinished launch left", err)
+		}
+	}
+	id, err := srv.Launch(ctx, env, s.APIKeyFile, raycluster.Holder(), argv)
 	if err != nil {
 		return Launched{}, failed(nil, "Cannot launch vllm serve", err)
 	}
@@ -235,6 +262,11 @@ func (m *Manager) Launch(ctx context.Context, s Spec, sec Secrets, own float64) 
 			detail = fmt.Errorf("%w\n\nStopping it also failed: %w", detail, stopErr)
 		}
 		return Launched{}, failed(nil, "vLLM did not become ready", detail)
+	}
+	if err := srv.Settled(ctx); err != nil {
+		found = append(found, preflight.Diagnostic{Warning: true, Summary: "Cannot remove the vLLM start marker",
+			Detail: fmt.Sprintf("%v\n\nvLLM serves. Should this deployment's state be lost, the next plan would take its server "+
+				"for an unfinished launch and replace it.", err)})
 	}
 	tflog.Info(ctx, "vLLM ready", map[string]any{"node": srv.Conn.Addr(), "process": id, "waited_ms": time.Since(loading).Milliseconds()})
 	return Launched{Identity: id, Concluded: concluded}, found
