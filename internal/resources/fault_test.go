@@ -3,6 +3,8 @@ package resources_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,12 +12,14 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/acctest"
 	"github.com/lab-infra/terraform-provider-spark/internal/lab"
+	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/vllm"
 )
 
@@ -474,6 +478,213 @@ exec sh -c "$0" sh "$d/vllm-8000" "" "terraform-provider-spark pid 4242 on kille
 					}
 					orphan = ""
 					return nil
+				},
+			},
+		},
+	})
+}
+
+// A worker's fabric link goes down under a cluster that runs on the
+// fabric. Once the head has marked the worker dead, the plan wants it back
+// and names why it cannot: its node_ip is no longer on the node; refused
+// at plan, nothing starts, and the way to destroy anyway is given. With the
+// link back, the same configuration applies and the worker rejoins.
+func TestAccRayCluster_fabricLinkDown(t *testing.T) {
+	l := acctest.Lab(t)
+	head, w := l.Nodes[0], l.Nodes[1]
+	ctx := context.Background()
+	config := clusterConfig(l, head.FabricIP, map[string]string{w.Name: w.FabricIP})
+	down := false
+	t.Cleanup(func() {
+		if down {
+			_ = lab.Connect(context.Background(), w, lab.FabricNetwork)
+		}
+	})
+	// The worker's cut-off raylet exits by itself a minute after its head
+	// marked it dead, so what the refused plan must not have changed is the
+	// head's Ray, and no new raylet on the worker.
+	var headBefore, workerBefore string
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy:             noRayLeft(l),
+		Steps: []resource.TestStep{
+			{Config: config},
+			{
+				PreConfig: func() {
+					if err := lab.Disconnect(ctx, w, lab.FabricNetwork); err != nil {
+						t.Fatal(err)
+					}
+					down = true
+					waitNodeDead(t, l, w)
+					headBefore, workerBefore = processes(t, head), processes(t, w)
+				},
+				Config:   config,
+				PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)node_ip is not an address of this node.*` + regexp.QuoteMeta(w.FabricIP) +
+					`.*terraform\s+destroy\s+-refresh=false`),
+			},
+			{
+				PreConfig: func() {
+					if now := processes(t, head); now != headBefore {
+						t.Fatalf("the refused plan changed Ray on the head.\nbefore:\n%s\nafter:\n%s", headBefore, now)
+					}
+					for _, p := range strings.Fields(processes(t, w)) {
+						if !strings.Contains(" "+strings.Join(strings.Fields(workerBefore), " ")+" ", " "+p+" ") {
+							t.Fatalf("the refused plan started Ray on %s: pid %s (before: %q)", w.Name, p, workerBefore)
+						}
+					}
+					if err := lab.Connect(ctx, w, lab.FabricNetwork); err != nil {
+						t.Fatal(err)
+					}
+					down = false
+				},
+				Config: config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(clusterAddr, plancheck.ResourceActionUpdate),
+				}, PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("alive"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("registered_ip"), knownvalue.StringExact(w.FabricIP)),
+				},
+			},
+		},
+	})
+}
+
+// processes lists the pids of Ray's daemons on n.
+func processes(t *testing.T, n lab.Node) string {
+	t.Helper()
+	out, err := lab.Exec(context.Background(), n, "sh", "-c", "pgrep -x raylet; pgrep -x gcs_server; true")
+	if err != nil {
+		t.Fatalf("list Ray on %s: %v", n.Name, err)
+	}
+	return strings.Join(strings.Fields(out), " ")
+}
+
+// waitNodeDead waits (bounded) until the head's GCS has marked n dead
+// (about a minute after n's link went: Ray's health checks).
+func waitNodeDead(t *testing.T, l *lab.File, n lab.Node) {
+	t.Helper()
+	ctx := context.Background()
+	head := l.Nodes[0]
+	probe := fmt.Sprintf(`import ray, sys
+ray.init(address=sys.argv[1], logging_level="ERROR")
+print(any(x["Alive"] and x["NodeManagerAddress"] in (%q, %q) for x in ray.nodes()))`, n.FabricIP, n.ExternalIP)
+	for deadline := time.Now().Add(150 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
+		out, err := lab.Exec(ctx, head, "sh", "-c", ray.AuthEnv+`; exec "$0" -c "$1" "$2"`, head.PythonCommand, probe, head.FabricIP+":6379")
+		if err == nil && strings.HasSuffix(strings.TrimSpace(out), "False") {
+			return
+		}
+	}
+	t.Fatalf("within 150 s, the head did not mark %s dead", n.Name)
+}
+
+// The SSH sessions to a worker are killed while its ray start runs (sshd
+// restarted, a firewall dropping connections): the apply fails naming the
+// worker, and rolls back over a fresh connection, so nothing runs on any
+// node. The same apply then converges.
+func TestAccRayCluster_sshSessionsKilledMidApply(t *testing.T) {
+	l := acctest.Lab(t)
+	w := l.Nodes[1]
+	ctx := context.Background()
+	config := clusterConfig(l, "", map[string]string{w.Name: ""})
+	killed := make(chan bool, 1)
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy:             noRayLeft(l),
+		Steps: []resource.TestStep{
+			{
+				PreConfig: func() {
+					go func() {
+						for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+							out, _ := lab.Exec(ctx, w, "sh", "-c", `pgrep -f '(^|/)ray start( |$)' >/dev/null || exit 0; pkill -KILL -f '^sshd(-session)?: [^ ]+@' && echo killed`)
+							if strings.TrimSpace(out) == "killed" {
+								killed <- true
+								return
+							}
+						}
+						killed <- false
+					}()
+				},
+				Config:      config,
+				ExpectError: regexp.MustCompile(`(?s)Cannot start Ray worker.*` + regexp.QuoteMeta(w.SSHHost)),
+			},
+			{
+				PreConfig: func() {
+					if !<-killed {
+						t.Fatal("the worker's ray start was never seen: the sessions were not killed mid-apply")
+					}
+					for _, n := range l.Nodes {
+						if out, err := acctest.NodeProcesses(n); err != nil || out != "" {
+							t.Fatalf("after the failed apply, Ray still runs on %s (%v):\n%s", n.Name, err, out)
+						}
+					}
+				},
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("alive"), knownvalue.Bool(true)),
+				},
+			},
+		},
+	})
+}
+
+// A worker comes back with a new host key (re-imaged, or someone in the
+// middle). With the strict policy nothing is sent to it: a plan that starts
+// nothing there goes through with a warning, one that would restart Ray on
+// it is refused naming the host and the new key's fingerprint. Once the
+// operator has accepted the new key, the same change applies.
+func TestAccRayCluster_hostKeyChanged(t *testing.T) {
+	l := acctest.Lab(t)
+	w := l.Nodes[1]
+	known := filepath.Join(t.TempDir(), "known_hosts")
+	b, err := os.ReadFile(l.KnownHostsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(known, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	withKnown := func(config, path string) string {
+		return strings.Replace(config, acctest.ProviderBlock(l, ""), acctest.ProviderBlock(l, path), 1)
+	}
+	base := clusterConfig(l, "", map[string]string{w.Name: ""})
+	relabelled := labelledWorker(base)
+	var before string
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy:             noRayLeft(l),
+		Steps: []resource.TestStep{
+			{Config: withKnown(base, known)},
+			{
+				PreConfig: func() {
+					if _, err := lab.RegenerateHostKey(context.Background(), acctest.LabDir(), w.Name); err != nil {
+						t.Fatal(err)
+					}
+					before = nodeProcesses(t, l)
+				},
+				Config:   withKnown(base, known),
+				PlanOnly: true,
+			},
+			{
+				Config:      withKnown(relabelled, known),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)` + regexp.QuoteMeta(w.SSHHost) + `:22.*SHA256:.*host key has CHANGED`),
+			},
+			{
+				// The lab's known_hosts has the new key: accepted, the change applies.
+				PreConfig: func() {
+					if after := nodeProcesses(t, l); after != before {
+						t.Fatalf("plans against a changed host key started or stopped something.\nbefore:\n%s\nafter:\n%s", before, after)
+					}
+				},
+				Config: relabelled,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("labels"),
+						knownvalue.MapExact(map[string]knownvalue.Check{"rack": knownvalue.StringExact("r2")})),
 				},
 			},
 		},

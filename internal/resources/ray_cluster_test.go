@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/compare"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/lab-infra/terraform-provider-spark/internal/acctest"
 	"github.com/lab-infra/terraform-provider-spark/internal/lab"
-	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
@@ -243,18 +241,7 @@ func killRaylet(t *testing.T, l *lab.File, n lab.Node) {
 	if _, err := lab.Exec(ctx, n, "pkill", "-9", "-x", "raylet"); err != nil {
 		t.Fatalf("kill raylet on %s: %v", n.Name, err)
 	}
-	head := l.Nodes[0]
-	probe := fmt.Sprintf(`import ray, sys
-ray.init(address=sys.argv[1], logging_level="ERROR")
-print(any(x["Alive"] and x["NodeManagerAddress"] == %q for x in ray.nodes()))`, n.FabricIP)
-	for i := 0; i < 90; i++ {
-		out, err := lab.Exec(ctx, head, "sh", "-c", ray.AuthEnv+`; exec "$0" -c "$1" "$2"`, head.PythonCommand, probe, head.FabricIP+":6379")
-		if err == nil && strings.HasSuffix(strings.TrimSpace(out), "False") {
-			return
-		}
-		time.Sleep(time.Second)
-	}
-	t.Fatalf("the head never marked %s dead after its raylet was killed", n.Name)
+	waitNodeDead(t, l, n)
 }
 
 // The field report's head: no node_ip. The plan says, before anything
