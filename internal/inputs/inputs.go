@@ -26,6 +26,33 @@ func EnvKey(k string) error {
 	return nil
 }
 
+// secretName matches the names that hold credentials by convention (HF_TOKEN,
+// WANDB_API_KEY, AWS_SECRET_ACCESS_KEY, DB_PASSWORD, ...); TOKENIZERS_* or
+// *_KEY_PATH are not among them.
+var secretName = regexp.MustCompile(`(?i)(^|_)(TOKEN|API_?KEY|SECRET|SECRET_KEY|SECRET_ACCESS_KEY|PASSWORD|PASSWD|PRIVATE_KEY|CREDENTIALS?)$`)
+
+// PlainEnvKey checks a key of a plain (stored, shown) `env` map: a name that
+// holds a credential belongs in secret_env_wo, which never reaches state.
+func PlainEnvKey(k string) error {
+	if err := EnvKey(k); err != nil {
+		return err
+	}
+	switch {
+	case strings.EqualFold(k, "VLLM_API_KEY"):
+		return fmt.Errorf("%q is vLLM's API key, and env is stored in state and shown in plans: give it in api_key_wo "+
+			"(write-only) or api_key_file (a file on the head)", k)
+	case !secretName.MatchString(k):
+		return nil
+	}
+	fix := ""
+	if strings.HasPrefix(strings.ToUpper(k), "HF_") || strings.HasPrefix(strings.ToUpper(k), "HUGGING") {
+		// huggingface_hub reads $HF_HOME/token when HF_TOKEN is unset.
+		fix = ", or keep it on the node (`hf auth login` writes the token file vLLM reads)"
+	}
+	return fmt.Errorf("%q names a secret, and env is stored in state and shown in plans: give it in secret_env_wo "+
+		"(write-only, Terraform/OpenTofu 1.11+: it reaches only a 0600 file on the nodes)%s", k, fix)
+}
+
 // EnvValue checks a value of an `env` map: it is written to a file of
 // KEY=value lines and exported by a shell, where NUL cannot be carried.
 func EnvValue(k, v string) error {

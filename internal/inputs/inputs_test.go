@@ -35,6 +35,23 @@ func TestEnvKey(t *testing.T) {
 	})
 }
 
+func TestPlainEnvKey(t *testing.T) {
+	check(t, PlainEnvKey, map[string]string{
+		"NCCL_SOCKET_IFNAME": "", "TOKENIZERS_PARALLELISM": "", "HF_HUB_OFFLINE": "", "HF_HOME": "", "SSH_KEY_PATH": "",
+		"MAX_TOKENS": "", "VLLM_CPU_KVCACHE_SPACE": "",
+		"HF_TOKEN":               "secret_env_wo",
+		"HUGGING_FACE_HUB_TOKEN": "hf auth login",
+		"WANDB_API_KEY":          "secret_env_wo",
+		"OPENAI_APIKEY":          "secret_env_wo",
+		"AWS_SECRET_ACCESS_KEY":  "secret_env_wo",
+		"db_password":            "secret_env_wo",
+		"GOOGLE_CREDENTIALS":     "secret_env_wo",
+		"TOKEN":                  "secret_env_wo",
+		"VLLM_API_KEY":           "api_key_wo",
+		"-S/bin/sh":              "not an environment variable name",
+	})
+}
+
 func TestEnvValue(t *testing.T) {
 	if err := EnvValue("K", "a b=c;$(x)"); err != nil {
 		t.Errorf("a value with shell characters is carried quoted: %v", err)

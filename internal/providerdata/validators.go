@@ -113,6 +113,15 @@ var (
 			}
 			return inputs.EnvValue(k, v)
 		}}
+	// PlainEnv checks a stored `env` map: Env, and no name that holds a
+	// secret (those go in secret_env_wo, never in state).
+	PlainEnv = MapCheck[string]{Desc: "environment variable names and values, no secrets", Summary: "Invalid env", Value: knownString,
+		Check: func(k, v string) error {
+			if err := inputs.PlainEnvKey(k); err != nil {
+				return err
+			}
+			return inputs.EnvValue(k, v)
+		}}
 	// RayResources checks custom Ray resources as ray start would.
 	RayResources = MapCheck[float64]{Desc: "custom Ray resources: not Ray's own names, whole quantities of at least 0", Summary: "Invalid Ray resource",
 		Value: knownFloat,

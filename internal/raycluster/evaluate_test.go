@@ -147,6 +147,19 @@ func TestEvaluateRunningHead(t *testing.T) {
 	}
 }
 
+// A replace stops the resource's own cluster first: the port it holds is
+// not refused. Without Replacing, the same port is.
+func TestEvaluateReplacingOwnCluster(t *testing.T) {
+	s, hf, wf := fabricPair()
+	hf.Listeners = []string{"gcs_server"}
+	if p := Evaluate(s, PlanOptions{Replacing: true}, hf, wf); len(p.Diagnostics) != 0 || p.StopOrphan {
+		t.Fatalf("replacing: %s", summaries(p))
+	}
+	if p := Evaluate(s, PlanOptions{}, hf, wf); len(p.Diagnostics) != 1 {
+		t.Fatalf("not replacing: want the port refused, got %s", summaries(p))
+	}
+}
+
 // The Ray of a create that never finished (its start marker beside it) is
 // stopped and replaced; the same Ray without the marker is refused.
 func TestEvaluateOrphanOfAnUnfinishedCreate(t *testing.T) {

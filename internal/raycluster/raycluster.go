@@ -51,6 +51,7 @@ type Spec struct {
 	Runtime       runtime.Runtime
 	GCSPort       int
 	Env           map[string]string
+	SecretEnv     map[string]string // write-only: from the configuration, never in state
 	StartArgs     []string
 	DashboardHost string
 	// AuthToken: Ray's token authentication (RAY_AUTH_MODE=token), with one
@@ -76,6 +77,7 @@ type Manager struct {
 	mu        sync.Mutex
 	snapshots map[string]snapshot // GCS address -> node table read during this plan
 	planned   map[string]Planned  // GCS address -> what a cluster's plan concluded in this run
+	running   map[string]bool     // head SSH host:GCS port -> a resource's cluster runs there (NoteRunning)
 }
 
 // Planned is what a cluster's plan concluded, kept for the deployments
@@ -105,6 +107,28 @@ func (m *Manager) PlannedCluster(gcsAddr string) (Planned, bool) {
 	defer m.mu.Unlock()
 	p, ok := m.planned[gcsAddr]
 	return p, ok
+}
+
+// NoteRunning records that a resource's cluster runs on head (its SSH
+// host) at gcsPort, as a plan with its prior state found it. Terraform
+// plans a replacement in two calls, the second without the prior state:
+// there, a GCS port held by a cluster noted here is the cluster being
+// replaced, which the apply destroys before it creates the new one.
+func (m *Manager) NoteRunning(head string, gcsPort int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.running == nil {
+		m.running = map[string]bool{}
+	}
+	m.running[net.JoinHostPort(head, strconv.Itoa(gcsPort))] = true
+}
+
+// Running reports whether NoteRunning recorded a cluster on head at gcsPort
+// in this run.
+func (m *Manager) Running(head string, gcsPort int) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.running[net.JoinHostPort(head, strconv.Itoa(gcsPort))]
 }
 
 type snapshot struct {
@@ -215,6 +239,9 @@ func plannedGPUs(nodes []preflight.Node) *preflight.PlannedGPUs {
 type PlanOptions struct {
 	HeadRunning bool              // the head is ours and up: its GCS port is expected to be held, workers can probe it
 	Known       map[string]string // nodes already registered (name -> IP): their IP is fact, not prediction
+	// Replacing: this resource's own cluster holds the head's GCS port and
+	// the plan replaces it, which stops it before starting the new one.
+	Replacing bool
 	// StartedBy is the start marker of a create on this head and GCS port
 	// that never finished ("" none): its Ray, if it holds the port, is an
 	// orphan the apply replaces. PlanCluster reads it.
@@ -226,7 +253,7 @@ type PlanOptions struct {
 // preflight rules on what it found.
 func (m *Manager) PlanCluster(ctx context.Context, s Spec, o PlanOptions) (*Plan, error) {
 	listen := ""
-	if !o.HeadRunning {
+	if !o.HeadRunning && !o.Replacing {
 		listen = strconv.Itoa(s.GCSPort)
 	}
 	// Workers are read with the route to the head's address. When that
@@ -324,7 +351,7 @@ func Evaluate(s Spec, o PlanOptions, hf nodefacts.Facts, workerFacts map[string]
 	p.Diagnostics = append(p.Diagnostics, diags...)
 	p.Diagnostics = append(p.Diagnostics, preflight.NodeIPBound(head)...)
 	p.Diagnostics = append(p.Diagnostics, preflight.GPUs(head)...)
-	if !o.HeadRunning {
+	if !o.HeadRunning && !o.Replacing {
 		d := preflight.GCSPortFree(head, s.GCSPort, o.StartedBy)
 		p.StopOrphan = len(d) == 1 && d[0].Warning
 		p.Diagnostics = append(p.Diagnostics, d...)
@@ -493,6 +520,9 @@ func (m *Manager) Start(ctx context.Context, s Spec, n NodeSpec, headIP, registe
 	}
 	env := map[string]string{}
 	for k, v := range s.Env {
+		env[k] = v
+	}
+	for k, v := range s.SecretEnv {
 		env[k] = v
 	}
 	if s.AuthToken {

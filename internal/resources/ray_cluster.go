@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -70,7 +71,7 @@ func (r *rayClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 		state = &clusterModel{}
 		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
 	}
-	creating := state == nil || len(resp.RequiresReplace) > 0
+	creating := state == nil // resp.RequiresReplace is empty here: the attributes' replaces are not visible
 	spec, diags := plan.spec(ctx)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
@@ -82,6 +83,14 @@ func (r *rayClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 				"Keep the default 127.0.0.1 and use an SSH tunnel, unless the network is trusted.")
 	}
 	opts := raycluster.PlanOptions{Known: map[string]string{}}
+	// Terraform plans a replacement twice: with the prior state (this
+	// resource cannot see that its attributes require a replace), then
+	// without it. The first call notes the running cluster; in the second,
+	// its GCS port is held by the cluster the apply destroys first.
+	if state != nil && state.Head.Alive.ValueBool() {
+		r.mgr.NoteRunning(state.Head.SSHHost.ValueString(), int(state.GCSPort.ValueInt64()))
+	}
+	opts.Replacing = state == nil && r.mgr.Running(plan.Head.SSHHost.ValueString(), int(plan.GCSPort.ValueInt64()))
 	if !creating {
 		opts.HeadRunning = state.Head.Alive.ValueBool()
 		if sameNodeIP(state.Head, plan.Head) {
@@ -214,6 +223,7 @@ func (r *rayClusterResource) Create(ctx context.Context, req resource.CreateRequ
 	defer cancel()
 	spec, diags := plan.spec(ctx)
 	resp.Diagnostics.Append(diags...)
+	spec.SecretEnv = secretEnv(ctx, req.Config, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -319,12 +329,25 @@ func (r *rayClusterResource) Create(ctx context.Context, req resource.CreateRequ
 	}
 	fill(&plan, t)
 	plan.ID = plan.Head.SSHHost
+	plan.SecretEnvWO = types.MapNull(types.StringType) // write-only: never in state
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	if err := r.mgr.ClearStarting(ctx, spec); err != nil {
 		resp.Diagnostics.AddWarning("Cannot remove the start marker",
 			fmt.Sprintf("%v\n\nThe cluster is created. A later plan that finds this cluster's Ray without state would take it for an "+
 				"unfinished create's and replace it.", err))
 	}
+}
+
+// secretEnv reads the write-only secret_env_wo from the configuration: the
+// only place it ever is.
+func secretEnv(ctx context.Context, cfg tfsdk.Config, diags *diag.Diagnostics) map[string]string {
+	var m types.Map
+	diags.Append(cfg.GetAttribute(ctx, path.Root("secret_env_wo"), &m)...)
+	out := map[string]string{}
+	if !m.IsNull() && !m.IsUnknown() {
+		diags.Append(m.ElementsAs(ctx, &out, false)...)
+	}
+	return out
 }
 
 // startWorkers starts Ray on the named workers in parallel. Any Ray already
@@ -534,6 +557,8 @@ func (r *rayClusterResource) Update(ctx context.Context, req resource.UpdateRequ
 	old, d2 := state.spec(ctx)
 	resp.Diagnostics.Append(d1...)
 	resp.Diagnostics.Append(d2...)
+	// Workers this update starts get the same secret environment.
+	spec.SecretEnv = secretEnv(ctx, req.Config, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -612,6 +637,7 @@ func (r *rayClusterResource) Update(ctx context.Context, req resource.UpdateRequ
 	}
 	plan.Head.NodeID = state.Head.NodeID
 	fill(&plan, t)
+	plan.SecretEnvWO = types.MapNull(types.StringType)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -698,7 +724,8 @@ func (r *rayClusterResource) ImportState(ctx context.Context, req resource.Impor
 		return
 	}
 	m := clusterModel{ID: types.StringValue(head), GCSPort: types.Int64Value(6379), AuthMode: types.StringNull(),
-		Env: types.MapNull(types.StringType), StartArgs: types.ListNull(types.StringType), DashboardHost: types.StringNull(),
+		Env: types.MapNull(types.StringType), SecretEnvWO: types.MapNull(types.StringType), SecretEnvVer: types.Int64Null(),
+		StartArgs: types.ListNull(types.StringType), DashboardHost: types.StringNull(),
 		HeadAddress: types.StringNull(), RayVersion: types.StringNull()}
 	m.Head = emptyNode(head)
 	for _, p := range parts[1:] {

@@ -26,6 +26,8 @@ type clusterModel struct {
 	Runtime       *runtimeModel            `tfsdk:"runtime"`
 	GCSPort       types.Int64              `tfsdk:"gcs_port"`
 	Env           types.Map                `tfsdk:"env"`
+	SecretEnvWO   types.Map                `tfsdk:"secret_env_wo"`
+	SecretEnvVer  types.Int64              `tfsdk:"secret_env_wo_version"`
 	StartArgs     types.List               `tfsdk:"start_args"`
 	DashboardHost types.String             `tfsdk:"dashboard_host"`
 	AuthMode      types.String             `tfsdk:"auth_mode"`

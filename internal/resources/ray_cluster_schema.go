@@ -110,7 +110,7 @@ func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 				Validators:          []validator.Int64{int64validator.Between(1, 65535)},
 				MarkdownDescription: "The head's GCS port (`ray start --head --port`). Default: 6379."},
 			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType,
-				Validators: []validator.Map{providerdata.Env},
+				Validators: []validator.Map{providerdata.PlainEnv},
 				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplaceIf(
 					func(_ context.Context, req planmodifier.MapRequest, resp *mapplanmodifier.RequiresReplaceIfFuncResponse) {
 						resp.RequiresReplace = !req.StateValue.IsNull()
@@ -118,7 +118,18 @@ func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 				MarkdownDescription: "Environment for Ray on every node (e.g. `NCCL_SOCKET_IFNAME`, `GLOO_SOCKET_IFNAME`). Interface names " +
 					"in `NCCL_SOCKET_IFNAME`, `GLOO_SOCKET_IFNAME`, `TP_SOCKET_IFNAME`, `UCX_NET_DEVICES` are checked at plan on every node. " +
 					"Each node's Ray also gets `VLLM_HOST_IP` = the address Ray registers for that node (vLLM's worker actors read it " +
-					"there); setting `VLLM_HOST_IP` here is refused unless it matches every node."},
+					"there); setting `VLLM_HOST_IP` here is refused unless it matches every node. Stored in state: names that hold " +
+					"secrets (`*_TOKEN`, `*_API_KEY`, `*_SECRET`, `*_PASSWORD`, ...) are refused here; give them in `secret_env_wo`."},
+			"secret_env_wo": schema.MapAttribute{Optional: true, Sensitive: true, WriteOnly: true, ElementType: types.StringType,
+				Validators: []validator.Map{providerdata.Env},
+				MarkdownDescription: "Secret environment for Ray on every node (a token Ray jobs need), added to `env`. Write-only " +
+					"(Terraform/OpenTofu 1.11+): it travels on `ray start`'s stdin into the Ray processes' environment, never to state, " +
+					"plan, argv or logs. Change `secret_env_wo_version` to restart the cluster with new values. vLLM's `HF_TOKEN` " +
+					"belongs in the deployment's `secret_env_wo`: vLLM copies `HF_*` variables to its Ray workers " +
+					"(vLLM 0.32.0 `vllm/ray/ray_env.py`)."},
+			"secret_env_wo_version": schema.Int64Attribute{Optional: true,
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.RequiresReplace()},
+				MarkdownDescription: "Change to restart the cluster with a new `secret_env_wo`. Replaces the cluster."},
 			"start_args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				Validators: []validator.List{listvalidator.ValueStringsAre(providerdata.RayStartArg)},
 				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplaceIf(

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/compare"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -412,4 +413,69 @@ func TestAccRayCluster_lockRefusesConcurrentApply(t *testing.T) {
 	if held != nil {
 		held.Release()
 	}
+}
+
+// secret_env_wo reaches the Ray processes' environment on every node, and
+// nowhere else: not state, not argv. A new version replaces the cluster
+// with the new value. Terraform before 1.11 has no write-only attributes:
+// there the attribute is refused, and nothing starts.
+func TestAccRayCluster_secretEnvNeverInState(t *testing.T) {
+	l := acctest.Lab(t)
+	w := l.Nodes[1]
+	canary := "canary-secret-" + fmt.Sprint(time.Now().UnixNano())
+	t.Setenv("TF_VAR_ray_secret", canary)
+	config := func(version int) string {
+		return "variable \"ray_secret\" {\n  type      = string\n  sensitive = true\n}\n" + clusterConfig(l, "", map[string]string{w.Name: ""},
+			"secret_env_wo = { SPARK_RAY_SECRET = var.ray_secret }", fmt.Sprintf("secret_env_wo_version = %d", version))
+	}
+	if !openTofu() {
+		r := newRefusals(t, l)
+		resource.Test(t, resource.TestCase{
+			PreCheck:                 func() { acctest.PreCheck(t) },
+			ProtoV6ProviderFactories: acctest.Factories,
+			CheckDestroy:             noRayLeft(l),
+			Steps: append(r.steps(resource.TestStep{
+				Config:      config(1),
+				ExpectError: regexp.MustCompile(`(?s)secret_env_wo.*Write-only attributes are only supported in Terraform 1\.11`),
+			}), r.done()),
+		})
+		return
+	}
+	inRay := func(want string) func(*terraform.State) error {
+		return func(s *terraform.State) error {
+			for addr, r := range s.RootModule().Resources {
+				for k, v := range r.Primary.Attributes {
+					if strings.Contains(v, canary) {
+						return fmt.Errorf("the secret is in the state: %s.%s", addr, k)
+					}
+				}
+			}
+			for _, n := range l.Nodes {
+				out, err := lab.Exec(context.Background(), n, "sh", "-c", `p=$(pgrep -x raylet) && tr '\0' '\n' < /proc/$p/environ | grep '^SPARK_RAY_SECRET='; for p in $(pgrep -f '[/]opt[/]ray'); do tr '\0' ' ' < /proc/$p/cmdline; echo; done | grep -c -- "$1"; true`, "sh", canary)
+				if err != nil || !strings.HasPrefix(out, "SPARK_RAY_SECRET="+want+"\n") {
+					return fmt.Errorf("raylet on %s does not have SPARK_RAY_SECRET=%s in its environment: %q %w", n.Name, want, out, err)
+				}
+				if !strings.HasSuffix(strings.TrimSpace(out), "\n0") {
+					return fmt.Errorf("the secret is in a Ray process's argv on %s: %q", n.Name, out)
+				}
+			}
+			return nil
+		}
+	}
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy:             noRayLeft(l),
+		Steps: []resource.TestStep{
+			{Config: config(1), Check: inRay(canary)},
+			{
+				PreConfig: func() { canary += "-2"; t.Setenv("TF_VAR_ray_secret", canary) },
+				Config:    config(2),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(clusterAddr, plancheck.ResourceActionReplace),
+				}},
+				Check: func(s *terraform.State) error { return inRay(canary)(s) },
+			},
+		},
+	})
 }

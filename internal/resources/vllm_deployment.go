@@ -135,8 +135,10 @@ func (r *vllmResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 					"1.11+): written only to the server's 0600 environment file on the head, never to state, plan, argv or logs. " +
 					"Bump `secret_env_wo_version` to restart with new values."},
 			"secret_env_wo_version": schema.Int64Attribute{Optional: true, MarkdownDescription: "Change to restart with a new `secret_env_wo`."},
-			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType, Validators: []validator.Map{providerdata.Env},
-				MarkdownDescription: "Environment for `vllm serve` (e.g. `NCCL_SOCKET_IFNAME`); interface names are checked on the head. " + restart},
+			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType, Validators: []validator.Map{providerdata.PlainEnv},
+				MarkdownDescription: "Environment for `vllm serve` (e.g. `NCCL_SOCKET_IFNAME`); interface names are checked on the head. " +
+					"Stored in state: names that hold secrets (`HF_TOKEN`, `*_API_KEY`, `*_SECRET`, `*_PASSWORD`, ...) are refused here; " +
+					"give them in `secret_env_wo`, `VLLM_API_KEY` in `api_key_wo`. " + restart},
 			"extra_args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				Validators: []validator.List{listvalidator.ValueStringsAre(providerdata.VLLMServeArg)},
 				MarkdownDescription: "Extra `vllm serve` arguments, each passed as one quoted argument. Flags the provider sets " +
@@ -303,7 +305,7 @@ func (r *vllmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 func (r *vllmResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	var m vllmModel
 	for name, dst := range map[string]any{"port": &m.Port, "ray_address": &m.RayAddress, "host": &m.Host,
-		"api_key_wo": &m.APIKeyWO, "api_key_file": &m.APIKeyFile, "env": &m.Env} {
+		"api_key_wo": &m.APIKeyWO, "api_key_file": &m.APIKeyFile, "env": &m.Env, "secret_env_wo": &m.SecretEnvWO} {
 		resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(name), dst)...)
 	}
 	if resp.Diagnostics.HasError() {
@@ -325,15 +327,15 @@ func hostOf(m *vllmModel) string {
 // warnOpenWithoutKey: vLLM on every address of the head with no key
 // serves (and runs) anything asked of it for anyone who reaches the port.
 func warnOpenWithoutKey(ctx context.Context, m vllmModel, diags *diag.Diagnostics) {
-	if m.Host.IsUnknown() || !m.APIKeyWO.IsNull() || !m.APIKeyFile.IsNull() || m.Env.IsUnknown() {
+	if m.Host.IsUnknown() || !m.APIKeyWO.IsNull() || !m.APIKeyFile.IsNull() || m.SecretEnvWO.IsUnknown() {
 		return
 	}
 	if a, err := netip.ParseAddr(hostOf(&m)); err != nil || !a.IsUnspecified() {
 		return
 	}
 	env := map[string]types.String{}
-	if !m.Env.IsNull() {
-		diags.Append(m.Env.ElementsAs(ctx, &env, false)...)
+	if !m.SecretEnvWO.IsNull() {
+		diags.Append(m.SecretEnvWO.ElementsAs(ctx, &env, false)...)
 	}
 	if _, ok := env["VLLM_API_KEY"]; ok {
 		return
