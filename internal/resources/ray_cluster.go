@@ -272,6 +272,9 @@ func (r *rayClusterResource) Create(ctx context.Context, req resource.CreateRequ
 		defer func() {
 			if stopped {
 				_ = r.mgr.ClearStarting(bg, spec)
+				for _, n := range started {
+					r.removeToken(bg, spec, n, &resp.Diagnostics)
+				}
 			}
 		}()
 		for i := len(started) - 1; i >= 0; i-- {
@@ -591,6 +594,9 @@ func (r *rayClusterResource) Update(ctx context.Context, req resource.UpdateRequ
 				resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(name), "Cannot stop Ray worker", err.Error())
 				return
 			}
+			if !ok {
+				r.removeToken(ctx, old, old.Workers[name], &resp.Diagnostics)
+			}
 			stop = append(stop, name)
 		}
 	}
@@ -680,6 +686,27 @@ func (r *rayClusterResource) Delete(ctx context.Context, req resource.DeleteRequ
 	}
 	if err := r.mgr.Stop(ctx, spec, spec.Head, state.gcsAddr()); err != nil {
 		resp.Diagnostics.AddAttributeError(path.Root("head"), "Cannot stop the Ray head", err.Error()+goneHint)
+		return
+	}
+	nodes := []raycluster.NodeSpec{spec.Head}
+	for _, name := range spec.WorkerNames() {
+		nodes = append(nodes, spec.Workers[name])
+	}
+	for _, n := range nodes {
+		r.removeToken(ctx, spec, n, &resp.Diagnostics)
+	}
+}
+
+// removeToken removes the auth token the provider wrote on a node whose
+// Ray it stopped; a failure is a warning naming the node and the file.
+func (r *rayClusterResource) removeToken(ctx context.Context, spec raycluster.Spec, n raycluster.NodeSpec, diags *diag.Diagnostics) {
+	if !spec.AuthToken || spec.Runtime.Container != nil {
+		return // in a container, the token went with it
+	}
+	if err := r.mgr.RemoveToken(ctx, spec, n); err != nil {
+		diags.AddWarning("Ray auth token left on "+n.Name,
+			fmt.Sprintf("Ray is stopped on %s (%s), but its auth token (~/.ray/auth_token of the SSH user) could not be removed: %v. "+
+				"Remove it by hand when no other Ray of that user runs there.", n.Name, n.Endpoint.Host, err))
 	}
 }
 

@@ -69,6 +69,14 @@ func noRayLeft(l *lab.File) func(*terraform.State) error {
 			if out != "" {
 				return fmt.Errorf("Ray still running on %s after destroy:\n%s", n.Name, out)
 			}
+			// The token the provider wrote is a secret: it goes with the cluster.
+			tok, err := lab.Exec(context.Background(), n, "sh", "-c", `ls "$HOME/.ray/auth_token"* 2>/dev/null; true`)
+			if err != nil {
+				return err
+			}
+			if strings.TrimSpace(tok) != "" {
+				return fmt.Errorf("Ray's auth token left on %s after destroy: %s", n.Name, tok)
+			}
 		}
 		return nil
 	}
