@@ -130,6 +130,18 @@ func TestLaunchStatusStopScripts(t *testing.T) {
 	if status() != "alive" {
 		t.Fatalf("launched process %s not alive", id)
 	}
+	// The server sourced the env file: its greeting reaches the log, and
+	// its child runs (both on the server's own time: waited for, bounded).
+	logged := func() string {
+		o, _ := exec.Command("/bin/sh", "-c", LogTailScript, "sh", dir, "5").Output()
+		return strings.TrimSpace(string(o))
+	}
+	for i := 0; i < 100 && (logged() != "hi" || running(child) == ""); i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if logged() != "hi" {
+		t.Fatalf("log = %q: env file not sourced", logged())
+	}
 	// Launching again while it runs is refused.
 	if err := exec.Command("/bin/sh", "-c", LaunchScript, "sh", dir, "", "test holder", "sleep", "1").Run(); err == nil {
 		t.Fatal("a second launch was accepted")
@@ -143,9 +155,6 @@ func TestLaunchStatusStopScripts(t *testing.T) {
 	if o := running(child); o != "" {
 		t.Fatalf("the server's child (%s) survived stop: pid %s", child, o)
 	}
-	if o, _ := exec.Command("/bin/sh", "-c", LogTailScript, "sh", dir, "5").Output(); strings.TrimSpace(string(o)) != "hi" {
-		t.Fatalf("log = %q: env file not sourced", o)
-	}
 	if _, err := os.Stat(filepath.Join(dir, "env")); err != nil {
 		t.Fatalf("stop without a directory must leave the env file: %v", err)
 	}
@@ -157,6 +166,11 @@ func TestLaunchStatusStopScripts(t *testing.T) {
 	}
 	id = strings.TrimSpace(string(out))
 	leader := strings.SplitN(id, ":", 2)[0]
+	// The leader forks its child on its own time: wait (bounded) for it,
+	// or the kill below can come first and leave no child to outlive it.
+	for i := 0; i < 100 && running(child) == ""; i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
 	if err := exec.Command("kill", "-9", leader).Run(); err != nil {
 		t.Fatal(err)
 	}
