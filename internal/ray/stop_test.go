@@ -84,7 +84,7 @@ func TestStopScriptStopsOnlyThisCluster(t *testing.T) {
 
 	stop(t, mine, false)
 	time.Sleep(100 * time.Millisecond)
-	for name, pid := range map[string]int{"raylet": raylet, "its worker": worker, "unfinished ray start": starting, "hand-started raylet": handRaylet} {
+	for name, pid := range map[string]int{"raylet": raylet, "worker process": worker, "unfinished ray start": starting, "hand-started raylet": handRaylet} {
 		if alive(pid) {
 			t.Errorf("worker stop left this cluster's %s (pid %d) running", name, pid)
 		}
