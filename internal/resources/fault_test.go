@@ -102,6 +102,9 @@ func TestAccRayCluster_destroyWithUnreachableWorker(t *testing.T) {
 				t.Errorf("reconnect %s: %v", w.Name, err)
 			}
 		}
+		// The token the provider wrote on the worker stayed: it could not
+		// be reached (the warning says so). The operator's hand, as told.
+		_, _ = lab.Exec(ctx, w, "sh", "-c", `rm -f "$HOME/.ray/auth_token" "$HOME/.ray/auth_token.terraform-provider-spark"`)
 	})
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
@@ -109,6 +112,9 @@ func TestAccRayCluster_destroyWithUnreachableWorker(t *testing.T) {
 		CheckDestroy: func(s *terraform.State) error {
 			if out, err := acctest.NodeProcesses(head); err != nil || out != "" {
 				return fmt.Errorf("Ray still running on the head after destroy: %w\n%s", err, out)
+			}
+			if tok, err := lab.Exec(ctx, head, "sh", "-c", `ls "$HOME/.ray/auth_token"* 2>/dev/null; true`); err != nil || strings.TrimSpace(tok) != "" {
+				return fmt.Errorf("Ray's auth token left on the head after destroy: %q %w", tok, err)
 			}
 			// The worker's raylet gives up on the GCS after
 			// gcs_rpc_server_reconnect_timeout_s (60 s): wait, bounded.
@@ -563,17 +569,25 @@ func processes(t *testing.T, n lab.Node) string {
 }
 
 // waitNodeDead waits (bounded) until the head's GCS has marked n dead
-// (about a minute after n's link went: Ray's health checks).
+// (about a minute after n's link went: Ray's health checks). It reads the
+// GCS's node table as the provider does, without a driver, which would
+// need the head's own raylet.
 func waitNodeDead(t *testing.T, l *lab.File, n lab.Node) {
 	t.Helper()
 	ctx := context.Background()
 	head := l.Nodes[0]
-	probe := fmt.Sprintf(`import ray, sys
-ray.init(address=sys.argv[1], logging_level="ERROR")
-print(any(x["Alive"] and x["NodeManagerAddress"] in (%q, %q) for x in ray.nodes()))`, n.FabricIP, n.ExternalIP)
 	for deadline := time.Now().Add(150 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
-		out, err := lab.Exec(ctx, head, "sh", "-c", ray.AuthEnv+`; exec "$0" -c "$1" "$2"`, head.PythonCommand, probe, head.FabricIP+":6379")
-		if err == nil && strings.HasSuffix(strings.TrimSpace(out), "False") {
+		out, err := lab.Exec(ctx, head, "sh", "-c", ray.AuthEnv+`; exec "$0" -c "$1" "$2"`, head.PythonCommand, ray.NodesScript, head.FabricIP+":6379")
+		if err != nil {
+			continue
+		}
+		tab, err := ray.ParseNodes(out)
+		if err != nil || !tab.GCSUp {
+			continue
+		}
+		_, onFabric := tab.Alive(n.FabricIP)
+		_, onExternal := tab.Alive(n.ExternalIP)
+		if !onFabric && !onExternal {
 			return
 		}
 	}
@@ -685,6 +699,36 @@ func TestAccRayCluster_hostKeyChanged(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("labels"),
 						knownvalue.MapExact(map[string]knownvalue.Check{"rack": knownvalue.StringExact("r2")})),
+				},
+			},
+		},
+	})
+}
+
+// The head's raylet dies while its GCS lives on (OOM killer, a crash).
+// Still this resource's cluster: the plan replaces it, the apply stops what
+// is left (the GCS holding the port) and starts it afresh, and the next
+// plan is empty. Dropped from state instead, its GCS would be a Ray no
+// state knows, which every later plan must refuse to touch.
+func TestAccRayCluster_headRayletDies(t *testing.T) {
+	l := acctest.Lab(t)
+	head, w := l.Nodes[0], l.Nodes[1]
+	config := clusterConfig(l, head.FabricIP, map[string]string{w.Name: w.FabricIP})
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy:             noRayLeft(l),
+		Steps: []resource.TestStep{
+			{Config: config},
+			{
+				PreConfig: func() { killRaylet(t, l, head) },
+				Config:    config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(clusterAddr, plancheck.ResourceActionDestroyBeforeCreate),
+				}, PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("head").AtMapKey("alive"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("alive"), knownvalue.Bool(true)),
 				},
 			},
 		},

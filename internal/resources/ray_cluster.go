@@ -87,10 +87,16 @@ func (r *rayClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 	// resource cannot see that its attributes require a replace), then
 	// without it. The first call notes the running cluster; in the second,
 	// its GCS port is held by the cluster the apply destroys first.
-	if state != nil && state.Head.Alive.ValueBool() {
+	// A head whose raylet died (its GCS still up) is replaced the same way.
+	headDead := state != nil && !state.Head.Alive.IsNull() && !state.Head.Alive.ValueBool()
+	if state != nil {
 		r.mgr.NoteRunning(state.Head.SSHHost.ValueString(), int(state.GCSPort.ValueInt64()))
 	}
-	opts.Replacing = state == nil && r.mgr.Running(plan.Head.SSHHost.ValueString(), int(plan.GCSPort.ValueInt64()))
+	if headDead {
+		resp.RequiresReplace.Append(path.Root("head"))
+		creating = true
+	}
+	opts.Replacing = headDead || state == nil && r.mgr.Running(plan.Head.SSHHost.ValueString(), int(plan.GCSPort.ValueInt64()))
 	if !creating {
 		opts.HeadRunning = state.Head.Alive.ValueBool()
 		if sameNodeIP(state.Head, plan.Head) {
@@ -476,14 +482,16 @@ func (r *rayClusterResource) Read(ctx context.Context, req resource.ReadRequest,
 		resp.State.RemoveResource(ctx)
 		return
 	}
-	if _, ok := t.Alive(state.Head.RegisteredIP.ValueString()); !ok {
-		resp.Diagnostics.AddWarning("Ray head is not registered",
-			fmt.Sprintf("No alive node is registered as %s in the cluster at %s: the cluster will be created again.",
-				state.Head.RegisteredIP.ValueString(), state.gcsAddr()))
-		resp.State.RemoveResource(ctx)
-		return
-	}
 	fill(&state, t)
+	if !state.Head.Alive.ValueBool() {
+		// The GCS answers but the head's raylet is dead: still this
+		// resource's cluster (its GCS holds the port), which the plan
+		// replaces. Dropped from state, it would be a Ray no state knows,
+		// which the next plan must refuse to touch.
+		resp.Diagnostics.AddWarning("Ray head is not alive",
+			fmt.Sprintf("No alive node is registered as %s in the cluster at %s, whose GCS still answers: the plan replaces the cluster.",
+				state.Head.RegisteredIP.ValueString(), state.gcsAddr()))
+	}
 	var dead []string
 	for name, w := range state.Workers {
 		if !w.Alive.ValueBool() {
@@ -732,7 +740,9 @@ func (r *rayClusterResource) dropUnreachable(ctx context.Context, spec *rayclust
 		}
 		diags.AddAttributeWarning(path.Root("workers").AtMapKey(name), "Worker unreachable: Ray on it was not stopped",
 			fmt.Sprintf("%v.\n\nWorker %s is removed from state anyway. If Ray still runs there, it stops by itself about a minute "+
-				"after it loses the head; if the node comes back with Ray running, run `ray stop` there.", errs[i], name))
+				"after it loses the head; if the node comes back with Ray running, run `ray stop` there. The Ray auth token the provider "+
+				"wrote there (~/.ray/auth_token) stays until a cluster of this provider uses the node again and is destroyed, or "+
+				"you remove it.", errs[i], name))
 		delete(spec.Workers, name)
 	}
 	return diags
