@@ -115,43 +115,63 @@ var headHost = []string{"head", "ssh_host"}
 // deployment's running server holds (and frees on restart); ownPort says the
 // port is held by that server.
 func (m *Manager) Check(ctx context.Context, s Spec, own float64, ownPort bool) (preflight.Concluded, []preflight.Diagnostic) {
+	concluded, found, _ := m.check(ctx, s, own, ownPort)
+	return concluded, found
+}
+
+// leftover is what check read of an unfinished launch: the identity of its
+// server ("" none), or why the marker could not be read.
+type leftover struct {
+	identity string
+	err      error
+}
+
+// check is Check, also returning the unfinished launch it read (only when
+// ownPort is false), so Launch stops it without reading the marker again.
+func (m *Manager) check(ctx context.Context, s Spec, own float64, ownPort bool) (preflight.Concluded, []preflight.Diagnostic, leftover) {
 	var none preflight.Concluded
+	var left leftover
 	var unfinished []preflight.Diagnostic
 	conn, err := m.Pool.Get(ctx, s.Head)
 	if err != nil {
-		return none, failed(headHost, "Cannot reach the head", err)
+		return none, failed(headHost, "Cannot reach the head", err), left
 	}
 	// The facts are read where vllm serve will run: the runtime's container
 	// (a throwaway one from its image when none runs yet), else the host.
 	argv := s.Runtime.ProbeArgv(transport.Script(nodefacts.Script, s.Runtime.Ray(), "", "", strconv.Itoa(s.Port), "", s.command()))
 	res, err := conn.Run(ctx, transport.Cmd{Step: "read head facts", Argv: argv})
 	if err != nil {
-		return none, failed(headHost, "Cannot read the head", err)
+		return none, failed(headHost, "Cannot read the head", err), left
 	}
 	facts, err := nodefacts.Parse(string(res.Stdout))
 	if err != nil {
-		return none, failed(nil, "Cannot read the head", err)
+		return none, failed(nil, "Cannot read the head", err), left
 	}
 	headIP, _, err := net.SplitHostPort(s.RayAddress)
 	if err != nil {
 		return none, failed([]string{"ray_address"}, "Invalid ray_address",
-			fmt.Errorf("ray_address = %q is not <ip>:<port>: use spark_ray_cluster.<name>.head_address", s.RayAddress))
+			fmt.Errorf("ray_address = %q is not <ip>:<port>: use spark_ray_cluster.<name>.head_address", s.RayAddress)), left
 	}
 	if !ownPort {
 		// A server whose launch never finished holds (or will soon hold)
 		// the port: this provider's own, which the apply replaces.
-		if srv, err := m.server(ctx, s); err == nil {
-			if id, holder, err := srv.Unfinished(ctx); err == nil && id != "" {
-				// Its placement group holds GPUs the apply frees by stopping
-				// it. How many is not recorded; same user, same port: taken
-				// for this deployment's, as it most likely is.
-				ownPort, own = true, max(own, float64(s.TP*s.PP))
-				unfinished = append(unfinished, preflight.Diagnostic{Warning: true, Attr: []string{"port"},
-					Summary: "An unfinished launch left vllm serve running on the head",
-					Detail: fmt.Sprintf("vllm serve (process %s) was launched on port %d by %s, which stopped before it answered "+
-						"(killed while the model loaded). It is this provider's own: the apply stops it and starts this deployment's server.",
-						id, s.Port, holder)})
-			}
+		var holder string
+		srv, err := m.server(ctx, s)
+		if err == nil {
+			left.identity, holder, left.err = srv.Unfinished(ctx)
+		} else {
+			left.err = err
+		}
+		if left.err == nil && left.identity != "" {
+			// Its placement group holds GPUs the apply frees by stopping
+			// it. How many is not recorded; same user, same port: taken
+			// for this deployment's, as it most likely is.
+			ownPort, own = true, max(own, float64(s.TP*s.PP))
+			unfinished = append(unfinished, preflight.Diagnostic{Warning: true, Attr: []string{"port"},
+				Summary: "An unfinished launch left vllm serve running on the head",
+				Detail: fmt.Sprintf("vllm serve (process %s) was launched on port %d by %s, which stopped before it answered "+
+					"(killed while the model loaded). It is this provider's own: the apply stops it and starts this deployment's server.",
+					left.identity, s.Port, holder)})
 		}
 	}
 	dep := preflight.Deployment{HeadFacts: facts, HeadName: raycluster.HeadName, SSHHost: s.Head.Host, HeadIP: headIP, HostIP: s.HostIP,
@@ -181,7 +201,7 @@ func (m *Manager) Check(ctx context.Context, s Spec, own float64, ownPort bool) 
 		}
 	}
 	concluded, found := preflight.CheckDeployment(dep)
-	return concluded, append(unfinished, found...)
+	return concluded, append(unfinished, found...), left
 }
 
 // Launched is a server that answered its readiness check.
@@ -196,7 +216,7 @@ type Launched struct {
 // what it started and reports the server log's tail: nothing is left
 // running.
 func (m *Manager) Launch(ctx context.Context, s Spec, sec Secrets, own float64) (Launched, []preflight.Diagnostic) {
-	concluded, found := m.Check(ctx, s, own, false)
+	concluded, found, left := m.check(ctx, s, own, false)
 	for _, d := range found {
 		if !d.Warning {
 			return Launched{}, found
@@ -222,11 +242,11 @@ func (m *Manager) Launch(ctx context.Context, s Spec, sec Secrets, own float64) 
 	}
 	argv := vllm.ServeArgv(vllm.ServeOptions{Command: s.VLLMCommand, Model: s.Model, ServedName: s.Served(),
 		TP: s.TP, PP: s.PP, Host: s.Host, Port: s.Port, ExtraArgs: s.ExtraArgs})
-	// What an unfinished launch left goes first (Check said so).
-	if left, _, err := srv.Unfinished(ctx); err != nil {
-		return Launched{}, failed(nil, "Cannot read the vLLM start marker", err)
-	} else if left != "" {
-		if err := srv.Stop(ctx, left, 10*time.Second); err != nil {
+	// What an unfinished launch left goes first (check said so).
+	if left.err != nil {
+		return Launched{}, failed(nil, "Cannot read the vLLM start marker", left.err)
+	} else if left.identity != "" {
+		if err := srv.Stop(ctx, left.identity, 10*time.Second); err != nil {
 			return Launched{}, failed(nil, "Cannot stop the vllm serve an unfinished launch left", err)
 		}
 	}
