@@ -110,11 +110,8 @@ func TestAccRayCluster_destroyWithUnreachableWorker(t *testing.T) {
 		PreCheck:                 func() { acctest.PreCheck(t) },
 		ProtoV6ProviderFactories: acctest.Factories,
 		CheckDestroy: func(s *terraform.State) error {
-			if out, err := acctest.NodeProcesses(head); err != nil || out != "" {
-				return fmt.Errorf("Ray still running on the head after destroy: %w\n%s", err, out)
-			}
-			if tok, err := lab.Exec(ctx, head, "sh", "-c", `ls "$HOME/.ray/auth_token"* 2>/dev/null; true`); err != nil || strings.TrimSpace(tok) != "" {
-				return fmt.Errorf("Ray's auth token left on the head after destroy: %q %w", tok, err)
+			if err := rayGone(head); err != nil {
+				return err
 			}
 			// The worker's raylet gives up on the GCS after
 			// gcs_rpc_server_reconnect_timeout_s (60 s): wait, bounded.

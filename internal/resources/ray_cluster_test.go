@@ -62,24 +62,44 @@ func clusterConfig(l *lab.File, headIP string, workers map[string]string, extra 
 func noRayLeft(l *lab.File) func(*terraform.State) error {
 	return func(*terraform.State) error {
 		for _, n := range l.Nodes {
-			out, err := acctest.NodeProcesses(n)
-			if err != nil {
+			if err := rayGone(n); err != nil {
 				return err
-			}
-			if out != "" {
-				return fmt.Errorf("Ray still running on %s after destroy:\n%s", n.Name, out)
-			}
-			// The token the provider wrote is a secret: it goes with the cluster.
-			tok, err := lab.Exec(context.Background(), n, "sh", "-c", `ls "$HOME/.ray/auth_token"* 2>/dev/null; true`)
-			if err != nil {
-				return err
-			}
-			if strings.TrimSpace(tok) != "" {
-				return fmt.Errorf("Ray's auth token left on %s after destroy: %s", n.Name, tok)
 			}
 		}
 		return nil
 	}
+}
+
+// rayGone checks a node after a destroy: no Ray daemon, and no auth token
+// the provider wrote (a secret: it goes with the cluster).
+func rayGone(n lab.Node) error {
+	out, err := acctest.NodeProcesses(n)
+	if err != nil {
+		return err
+	}
+	if out != "" {
+		return fmt.Errorf("Ray still running on %s after destroy:\n%s", n.Name, out)
+	}
+	tok, err := lab.Exec(context.Background(), n, "sh", "-c", `ls "$HOME/.ray/auth_token"* 2>/dev/null; true`)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(tok) != "" {
+		return fmt.Errorf("Ray's auth token left on %s after destroy: %s", n.Name, tok)
+	}
+	return nil
+}
+
+// secretInState names the first state attribute that holds secret.
+func secretInState(s *terraform.State, secret string) error {
+	for addr, r := range s.RootModule().Resources {
+		for k, v := range r.Primary.Attributes {
+			if strings.Contains(v, secret) {
+				return fmt.Errorf("the secret is in the state: %s.%s", addr, k)
+			}
+		}
+	}
+	return nil
 }
 
 func registered(path ...any) tfjsonpath.Path {
@@ -451,12 +471,8 @@ func TestAccRayCluster_secretEnvNeverInState(t *testing.T) {
 	}
 	inRay := func(want string) func(*terraform.State) error {
 		return func(s *terraform.State) error {
-			for addr, r := range s.RootModule().Resources {
-				for k, v := range r.Primary.Attributes {
-					if strings.Contains(v, canary) {
-						return fmt.Errorf("the secret is in the state: %s.%s", addr, k)
-					}
-				}
+			if err := secretInState(s, canary); err != nil {
+				return err
 			}
 			for _, n := range l.Nodes {
 				out, err := lab.Exec(context.Background(), n, "sh", "-c", `p=$(pgrep -x raylet) && tr '\0' '\n' < /proc/$p/environ | grep '^SPARK_RAY_SECRET='; for p in $(pgrep -f '[/]opt[/]ray'); do tr '\0' ' ' < /proc/$p/cmdline; echo; done | grep -c -- "$1"; true`, "sh", canary)

@@ -267,12 +267,8 @@ func TestAccVLLMDeployment_fieldReportLegacyExecutor(t *testing.T) {
 			if code, _, err := chat(endpoint, ""); err != nil || code != 401 {
 				return fmt.Errorf("a request without the key got %d (%w), want 401", code, err)
 			}
-			for addr, r := range s.RootModule().Resources {
-				for k, v := range r.Primary.Attributes {
-					if strings.Contains(v, canary) {
-						return fmt.Errorf("the API key is in the state: %s.%s", addr, k)
-					}
-				}
+			if err := secretInState(s, canary); err != nil {
+				return fmt.Errorf("the API key: %w", err)
 			}
 			out, err := lab.Exec(context.Background(), head, "sh", "-c", `for p in $(pgrep -f '[v]llm serve'); do tr '\0' ' ' < /proc/$p/cmdline; done`)
 			if err != nil || strings.Contains(out, canary) || !strings.Contains(out, "serve") {

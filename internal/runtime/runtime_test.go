@@ -108,23 +108,32 @@ func runFake(t *testing.T, argv []string, state string) (docker string, err erro
 	return strings.TrimSpace(string(b)), err
 }
 
-// Only a container this provider created (its label) is removed; in
-// someone else's container of the same name, only this cluster's stop runs.
-func TestContainerStopRemovesOnlyItsOwnContainer(t *testing.T) {
-	r := Runtime{Container: &Container{Image: "img:1", Name: "ray-node"}}
-	argv := r.StopArgv([]string{"sh", "-c", "stop this cluster"})
-	for _, c := range []struct{ state, docker string }{
-		{"true 1", "rm -f ray-node"},
-		{"false 1", "rm -f ray-node"},
-		{"true <no value>", "exec ray-node sh -c stop this cluster"},
-		{"false <no value>", ""},
-		{"absent", ""},
-	} {
+// dockerCase: with the container in state (as runFake takes it), argv runs
+// docker with these arguments ("" nothing).
+type dockerCase struct{ state, docker string }
+
+func expectDocker(t *testing.T, argv []string, cases []dockerCase) {
+	t.Helper()
+	for _, c := range cases {
 		got, err := runFake(t, argv, c.state)
 		if err != nil || got != c.docker {
 			t.Errorf("container %q: docker ran %q (%v), want %q", c.state, got, err, c.docker)
 		}
 	}
+}
+
+// Only a container this provider created (its label) is removed; in
+// someone else's container of the same name, only this cluster's stop runs.
+func TestContainerStopRemovesOnlyItsOwnContainer(t *testing.T) {
+	r := Runtime{Container: &Container{Image: "img:1", Name: "ray-node"}}
+	argv := r.StopArgv([]string{"sh", "-c", "stop this cluster"})
+	expectDocker(t, argv, []dockerCase{
+		{"true 1", "rm -f ray-node"},
+		{"false 1", "rm -f ray-node"},
+		{"true <no value>", "exec ray-node sh -c stop this cluster"},
+		{"false <no value>", ""},
+		{"absent", ""},
+	})
 }
 
 // A running container this provider created is reused, a stopped one
@@ -133,16 +142,11 @@ func TestContainerStopRemovesOnlyItsOwnContainer(t *testing.T) {
 func TestEnsureRefusesAContainerItDidNotCreate(t *testing.T) {
 	r := Runtime{Container: &Container{Image: "img:1", Name: "ray-node"}}
 	argv := r.EnsureArgv()
-	for _, c := range []struct{ state, docker string }{
+	expectDocker(t, argv, []dockerCase{
 		{"true 1", ""},
 		{"false 1", "start ray-node"},
 		{"absent", "run -d --name ray-node --network host --ipc host --label terraform-provider-spark=1 img:1 sleep infinity"},
-	} {
-		got, err := runFake(t, argv, c.state)
-		if err != nil || got != c.docker {
-			t.Errorf("container %q: docker ran %q (%v), want %q", c.state, got, err, c.docker)
-		}
-	}
+	})
 	got, err := runFake(t, argv, "true <no value>")
 	if err == nil || got != "" || !strings.Contains(err.Error(), "was not created by terraform-provider-spark") ||
 		!strings.Contains(err.Error(), "runtime.container.name") {
