@@ -43,7 +43,7 @@ if [ -n "${4:-}" ]; then echo @@listeners; ss -Hltnp "sport = :$4" 2>/dev/null; 
 # milliseconds of CPU, and a plan reads every node): its version, the Ray
 # and vLLM distributions, and the TCP probe. It prints shell assignments,
 # each value quoted by shlex.
-pyver= rayver= vllmver= tcp=
+pyver= rayver= vllmver= vllmexec= tcp=
 eval "$("$py" -c 'import platform, shlex, sys
 from importlib.metadata import version
 out = {"pyver": platform.python_version()}
@@ -52,6 +52,24 @@ for var, dist in (("rayver", "ray"), ("vllmver", "vllm")):
         out[var] = version(dist)
     except Exception:
         pass
+# Which Ray executors the vLLM build has, from its own source, without
+# importing vLLM (seconds of torch): the default of the executor variable
+# in vllm/envs.py, else whether RayExecutorV2 exists.
+try:
+    import importlib.util, os, re
+    d = os.path.dirname(importlib.util.find_spec("vllm").origin)
+    src = open(os.path.join(d, "envs.py")).read()
+    at = src.find("\"VLLM_USE_RAY_V2_EXECUTOR_BACKEND\":")
+    if at >= 0:
+        m = re.search(r"getenv\(\s*\"VLLM_USE_RAY_V2_EXECUTOR_BACKEND\"\s*,\s*\"([01])\"\s*\)", src[at:at + 400])
+        if m:
+            out["vllmexec"] = "flag=" + m.group(1)
+    elif os.path.exists(os.path.join(d, "v1", "executor", "ray_executor_v2.py")):
+        out["vllmexec"] = "v2-only"
+    else:
+        out["vllmexec"] = "legacy-only"
+except Exception:
+    pass
 if sys.argv[1]:
     import socket
     h, p = sys.argv[1].rsplit(":", 1)
@@ -67,6 +85,7 @@ if [ -n "${5:-}" ]; then echo @@tcp; echo "${tcp:-unknown}"; fi
 echo @@python; [ -z "$pyver" ] || echo "$pyver"
 echo @@ray; if [ -n "$rayver" ]; then echo "$rayver"; else "$ray" --version 2>/dev/null; fi
 echo @@vllm; if [ -n "$vllmver" ]; then echo "$vllmver"; else "${6:-vllm}" --version 2>/dev/null; fi
+echo @@vllm_executor; echo "$vllmexec"
 echo @@vllm_env; env | grep -E '^(VLLM_HOST_IP|VLLM_USE_RAY_V2_EXECUTOR_BACKEND)=' || true
 echo @@docker; docker --version 2>/dev/null
 echo @@end
@@ -93,6 +112,10 @@ type Facts struct {
 	PythonVersion  string   // "" when absent
 	RayVersion     string
 	VLLMVersion    string
+	// VLLMExecutorSource is what the vLLM build's own source says of its
+	// Ray executors (preflight.Source* values: "flag=0", "flag=1",
+	// "v2-only", "legacy-only"); "" when it could not be read.
+	VLLMExecutorSource string
 	// VLLMEnv holds VLLM_HOST_IP and VLLM_USE_RAY_V2_EXECUTOR_BACKEND where
 	// they are already set in the environment a command inherits on the node
 	// (a profile, the container image): vllm serve inherits them too.
@@ -231,6 +254,10 @@ func Parse(out string) (Facts, error) {
 	f.PythonVersion = version(s["python"])
 	f.RayVersion = version(s["ray"])
 	f.VLLMVersion = version(s["vllm"])
+	switch x := s["vllm_executor"]; x {
+	case "flag=0", "flag=1", "v2-only", "legacy-only":
+		f.VLLMExecutorSource = x
+	}
 	for _, line := range strings.Split(s["vllm_env"], "\n") {
 		if k, v, ok := strings.Cut(line, "="); ok && strings.HasPrefix(k, "VLLM_") {
 			if f.VLLMEnv == nil {

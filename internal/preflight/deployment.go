@@ -48,7 +48,7 @@ func CheckDeployment(d Deployment) (Concluded, []Diagnostic) {
 	} else if v, ok := d.HeadFacts.VLLMEnv[ExecutorEnv]; ok {
 		flag = ExecutorFlag{Value: v, Set: true, Source: "head"}
 	}
-	executor, diags := ResolveExecutor(d.HeadFacts.VLLMVersion, flag)
+	executor, diags := ResolveExecutor(Build{Version: d.HeadFacts.VLLMVersion, Source: d.HeadFacts.VLLMExecutorSource}, flag)
 	found = append(found, diags...)
 	placement := hostIP
 	if placement == "" {

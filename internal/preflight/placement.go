@@ -105,7 +105,7 @@ func PlacementIdentity(p Placement) []Diagnostic {
 	}
 	fixes := fmt.Sprintf("Fix, either:\n  host_ip = %q  (what Ray registered for the head), or\n"+
 		"  start the head with node_ip = %q  (so Ray registers the address you meant).", registered, p.PlacementIP)
-	if v, ok := ParseVLLMVersion(e.Version); ok && atLeast(v, firstV2) && !atLeast(v, onlyV2) {
+	if e.Switchable {
 		fixes += fmt.Sprintf("\n  Or let vLLM %s use RayExecutorV2, which pins nothing: env = { %s = \"1\" }.", e.Version, ExecutorEnv)
 	}
 	return []Diagnostic{{Rule: D1, Attr: sourceAttr(p.Source),

@@ -11,9 +11,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hashicorp/go-version"
-
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
+	"github.com/lab-infra/terraform-provider-spark/internal/pyversion"
 )
 
 // Diagnostic is one finding. Attr is a path below the resource, in
@@ -268,9 +267,9 @@ func TokenAuthSupported(nodes []Node) []Diagnostic {
 // versionLess compares release versions ("2.9.3" < "2.52.0"); a
 // pre-release counts as its release, and an unreadable version is not less.
 func versionLess(a, b string) bool {
-	va, erra := version.NewVersion(a)
-	vb, errb := version.NewVersion(b)
-	return erra == nil && errb == nil && va.Core().LessThan(vb.Core())
+	va, erra := pyversion.Parse(a)
+	vb, errb := pyversion.Parse(b)
+	return erra == nil && errb == nil && !va.AtLeast(vb.Release...)
 }
 
 // InterfaceVars are the env variables that name a network interface.

