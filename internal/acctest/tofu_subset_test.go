@@ -1,0 +1,51 @@
+package acctest
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestTofuSubset keeps the OpenTofu run honest: every name in the
+// Makefile's TOFU_TESTS is an acceptance test that exists, so a rename
+// cannot silently drop a test from the OpenTofu run.
+func TestTofuSubset(t *testing.T) {
+	root := RepoRoot()
+	mk, err := os.ReadFile(filepath.Join(root, "GNUmakefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^TOFU_TESTS := (.+)$`).FindSubmatch(mk)
+	if m == nil {
+		t.Fatal("GNUmakefile has no TOFU_TESTS line")
+	}
+	names := strings.Split(strings.TrimSpace(string(m[1])), "|")
+	defined := map[string]bool{}
+	decl := regexp.MustCompile(`(?m)^func (TestAcc\w+)\(t \*testing\.T\)`)
+	err = filepath.WalkDir(filepath.Join(root, "internal"), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, f := range decl.FindAllSubmatch(src, -1) {
+			defined[string(f[1])] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) < 5 {
+		t.Fatalf("TOFU_TESTS names %d tests: %v", len(names), names)
+	}
+	for _, n := range names {
+		if !defined[n] {
+			t.Errorf("TOFU_TESTS names %s, which is no acceptance test in internal/", n)
+		}
+	}
+}
