@@ -206,3 +206,60 @@ func TestParseClusterProbes(t *testing.T) {
 		t.Fatalf("listeners %v tcp %q", f.Listeners, f.TCP)
 	}
 }
+
+// TestScriptReadsVLLMExecutorFromSource runs the script's source reading
+// against vLLM packages laid out as the releases ship them (the envs.py
+// entry is written exactly as vLLM 0.20.0 and 0.21.0-0.32.0 write it,
+// vllm/envs.py L777-779 and L786-788; 0.33.0 has no entry and keeps
+// vllm/v1/executor/ray_executor_v2.py; 0.19.1 has neither), found through
+// PYTHONPATH by this machine's Python, without importing them.
+func TestScriptReadsVLLMExecutorFromSource(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed on this machine")
+	}
+	entry := func(def string) string {
+		return "environment_variables = {\n    \"VLLM_USE_RAY_V2_EXECUTOR_BACKEND\": lambda: bool(\n        int(os.getenv(\"VLLM_USE_RAY_V2_EXECUTOR_BACKEND\", \"" +
+			def + "\"))\n    ),\n}\n"
+	}
+	for _, c := range []struct {
+		name, envs string
+		v2File     bool
+		want       string
+	}{
+		{"0.20.0", entry("0"), true, "flag=0"},
+		{"0.32.0", entry("1"), true, "flag=1"},
+		{"0.33.0", "environment_variables = {}\n", true, "v2-only"},
+		{"0.19.1", "environment_variables = {}\n", false, "legacy-only"},
+		{"unparsable default", entry("yes"), true, ""},
+	} {
+		dir := t.TempDir()
+		pkg := filepath.Join(dir, "vllm")
+		if err := os.MkdirAll(filepath.Join(pkg, "v1", "executor"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// Importing the package would fail the probe: the script must not.
+		files := map[string]string{"__init__.py": "raise SystemExit('imported')\n", "envs.py": c.envs}
+		if c.v2File {
+			files[filepath.Join("v1", "executor", "ray_executor_v2.py")] = ""
+		}
+		for name, body := range files {
+			if err := os.WriteFile(filepath.Join(pkg, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmd := exec.Command("/bin/sh", "-c", Script, "sh", "ray", py)
+		cmd.Env = append(os.Environ(), "PYTHONPATH="+dir)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := Parse(string(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.VLLMExecutorSource != c.want {
+			t.Errorf("%s: executor source = %q, want %q", c.name, f.VLLMExecutorSource, c.want)
+		}
+	}
+}
