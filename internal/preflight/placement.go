@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"fmt"
+	"net/netip"
 	"sort"
 	"strings"
 
@@ -18,13 +19,14 @@ type Placement struct {
 	HeadIP   string     // the address Ray registered (or will register) for the head, where vllm serve runs
 	Table    *ray.Table // the live node table; nil when the cluster is not up yet
 	Executor Executor
-	TP, PP   int
+	Sizes    Sizes
 }
 
 // HostIPSources are the places VLLM_HOST_IP can come from, for
 // HostIPConflict: the deployment's host_ip, its env, and the environment
-// vllm serve inherits on the head. "" means unset.
-type HostIPSources struct{ HostIP, Env, Head string }
+// vllm serve inherits on the head; Legacy is HOST_IP where the release
+// reads it (legacyHostIP). "" means unset.
+type HostIPSources struct{ HostIP, Env, Head, Legacy string }
 
 // HostIPConflict (D2): host_ip and env.VLLM_HOST_IP are one setting given
 // twice; when both are set they must agree, or which one wins depends on
@@ -43,6 +45,8 @@ func HostIPConflict(s HostIPSources) (string, string, []Diagnostic) {
 		return s.Env, "env", nil
 	case s.Head != "":
 		return s.Head, "head", nil
+	case s.Legacy != "":
+		return s.Legacy, "HOST_IP", nil
 	}
 	return "", "", nil
 }
@@ -55,6 +59,8 @@ func sourceText(src string) string {
 		return "env.VLLM_HOST_IP"
 	case "head":
 		return "VLLM_HOST_IP already set in the environment vllm serve inherits on the head"
+	case "HOST_IP":
+		return "HOST_IP, which this vLLM reads when VLLM_HOST_IP is unset"
 	}
 	return "vLLM's own detection on the head (VLLM_HOST_IP unset: the source address of the route to 8.8.8.8)"
 }
@@ -82,6 +88,17 @@ func PlacementIdentity(p Placement) []Diagnostic {
 		return nil
 	}
 	e := p.Executor
+	if v, ok := ParseVLLMVersion(e.Version); ok && !v.AtLeast(firstPin...) && p.Source != "" {
+		// Before the pin, vLLM finds its driver's node by comparing its
+		// get_ip() with each worker's own (vllm/executor/ray_gpu_executor.py,
+		// 0.5.4 L119/L142/L156): a VLLM_HOST_IP no worker reports stops it.
+		return []Diagnostic{{Rule: D1, Attr: sourceAttr(p.Source),
+			Summary: "vLLM placement address does not match the address Ray registered for the head",
+			Detail: fmt.Sprintf("VLLM_HOST_IP = %s (from %s), but Ray %s the head as node:%s. vLLM %s finds the node it runs on by "+
+				"comparing that address with the one each Ray worker detects for itself, finds none, and stops at startup: "+
+				"\"Ray does not allocate any GPUs on the driver node\".\nFix: host_ip = %q, or start the head with node_ip = %q.",
+				p.PlacementIP, sourceText(p.Source), verb(p), registered, e.Version, registered, p.PlacementIP)}}
+	}
 	if !e.Pinned {
 		if p.Source == "" {
 			return nil // vLLM detects, and uses Ray's addresses anyway: nothing to say
@@ -119,7 +136,7 @@ func PlacementIdentity(p Placement) []Diagnostic {
 }
 
 func sourceAttr(src string) []string {
-	if src == "env" {
+	if src == "env" || src == "HOST_IP" {
 		return []string{"env"}
 	}
 	return []string{"host_ip"}
@@ -159,24 +176,26 @@ type PlannedGPUs struct {
 	Nodes string // for messages: "head 1, spark2 1"
 }
 
-// ParallelFits (D8): vLLM asks Ray for TP x PP bundles of one GPU. On a live
-// cluster they must fit the GPUs of the alive nodes less those that placement
-// groups of other deployments hold (own: what this deployment's running server
-// holds, and frees on restart); on a cluster planned in the same run, the GPUs
-// its nodes will register. Otherwise vLLM waits for a placement group that can
-// never be placed ("Cannot provide a placement group requiring N GPUs" after
-// 1800 s; vllm/v1/executor/ray_utils.py, 0.32.0).
+// ParallelFits (D8): vLLM asks Ray for one GPU bundle per rank: TP x PP
+// (x PCP) per data-parallel rank, times the data-parallel size
+// (vllm/config/parallel.py L945-949, 0.32.0). On a live cluster they must
+// fit the GPUs of the alive nodes less those that placement groups of other
+// deployments hold (own: what this deployment's running server holds, and
+// frees on restart); on a cluster planned in the same run, the GPUs its
+// nodes will register. Otherwise vLLM waits for a placement group that can
+// never be placed ("Cannot provide a placement group requiring N GPUs"
+// after 1800 s; vllm/v1/executor/ray_utils.py, 0.32.0).
 func ParallelFits(p Placement, planned *PlannedGPUs, own float64) []Diagnostic {
-	need := p.TP * p.PP
+	need := p.Sizes.GPUs()
 	attr := []string{"tensor_parallel_size"}
 	if p.Table == nil {
 		if planned == nil || float64(need) <= planned.Total {
 			return nil
 		}
-		return []Diagnostic{{Rule: D8, Attr: attr, Summary: "Tensor x pipeline parallel size exceeds the cluster's GPUs",
-			Detail: fmt.Sprintf("tensor_parallel_size %d x pipeline_parallel_size %d = %d GPUs, but the cluster planned with it will "+
+		return []Diagnostic{{Rule: D8, Attr: attr, Summary: "The parallel sizes exceed the cluster's GPUs",
+			Detail: fmt.Sprintf("%s GPUs, but the cluster planned with it will "+
 				"register %g (%s). vLLM would wait for a placement group that can never be placed. Lower the sizes, or add workers with GPUs.",
-				p.TP, p.PP, need, planned.Total, planned.Nodes)}}
+				p.Sizes.describe(), planned.Total, planned.Nodes)}}
 	}
 	var total float64
 	for _, n := range p.Table.Nodes {
@@ -185,10 +204,10 @@ func ParallelFits(p Placement, planned *PlannedGPUs, own float64) []Diagnostic {
 		}
 	}
 	if float64(need) > total {
-		return []Diagnostic{{Rule: D8, Attr: attr, Summary: "Tensor x pipeline parallel size exceeds the cluster's GPUs",
-			Detail: fmt.Sprintf("tensor_parallel_size %d x pipeline_parallel_size %d = %d GPUs, but the alive nodes Ray registered have %g "+
+		return []Diagnostic{{Rule: D8, Attr: attr, Summary: "The parallel sizes exceed the cluster's GPUs",
+			Detail: fmt.Sprintf("%s GPUs, but the alive nodes Ray registered have %g "+
 				"(%s). vLLM would wait for a placement group that can never be placed. Lower the sizes, or add workers with GPUs.",
-				p.TP, p.PP, need, total, labels(p))}}
+				p.Sizes.describe(), total, labels(p))}}
 	}
 	var held float64
 	var holders []string
@@ -205,12 +224,94 @@ func ParallelFits(p Placement, planned *PlannedGPUs, own float64) []Diagnostic {
 	}
 	sort.Strings(holders)
 	return []Diagnostic{{Rule: D8, Attr: attr, Summary: "Not enough free GPUs: other deployments hold them",
-		Detail: fmt.Sprintf("tensor_parallel_size %d x pipeline_parallel_size %d = %d GPUs, but only %g of the cluster's %g are free: "+
+		Detail: fmt.Sprintf("%s GPUs, but only %g of the cluster's %g are free: "+
 			"held are %s. vLLM would wait for its placement group until 1800 s pass (\"Cannot provide a placement group requiring %d GPUs\"). "+
 			"Stop the deployment that holds them, lower the sizes, or add workers with GPUs.",
-			p.TP, p.PP, need, max(free, 0), total, strings.Join(holders, "; "), need)}}
+			p.Sizes.describe(), max(free, 0), total, strings.Join(holders, "; "), need)}}
 }
 
+// HeadGPUForDriver (D8): vLLM's legacy executor (0.5.5-0.32.x) needs a free
+// GPU on the node vllm serve runs on, or it stops: "Current node has no GPU
+// available" (vllm/v1/executor/ray_utils.py L629-635, 0.32.0: Ray's
+// available_resources_per_node, so GPUs other placement groups hold there
+// do not count). Checked on the live table; a restart of this deployment
+// frees its own, so it is not checked then.
+func HeadGPUForDriver(p Placement, planned *PlannedGPUs, own float64) []Diagnostic {
+	e := p.Executor
+	if e.Name != ExecutorLegacy || !e.Pinned || p.Table == nil || own > 0 {
+		return nil
+	}
+	head, ok := p.Table.Head()
+	if !ok || p.Table.FreeGPUs(head) >= 1 {
+		return nil
+	}
+	return []Diagnostic{{Rule: D8, Attr: []string{"tensor_parallel_size"}, Summary: "No free GPU on the head for vLLM's legacy executor",
+		Detail: fmt.Sprintf("vLLM %s runs %s (%s), which needs a free GPU on the node vllm serve runs on, but the head (node:%s) "+
+			"has %g registered and %g free. vLLM would stop at startup: \"Current node has no GPU available\". Free a GPU on the head "+
+			"(stop the deployment whose placement group holds it), start the head with a GPU, or use RayExecutorV2 where the release has it.",
+			e.Version, e.Name, e.Why, head.IP, head.Resources["GPU"], p.Table.FreeGPUs(head))}}
+}
+
+// DataParallelMaster (D1, data parallel): with --data-parallel-backend ray
+// vLLM places every data-parallel rank through Ray with the DP master
+// first, found by its node:<ip> label, in every release that has it,
+// RayExecutorV2-only ones included (vllm/v1/engine/utils.py L170-176, 0.32.0;
+// L175-181, 0.33.0): "The DP master node (ip: X) is missing or dead". The
+// master's address is --data-parallel-address, else vLLM's get_ip()
+// (VLLM_HOST_IP, else its detection: vllm/engine/arg_utils.py L2498-2504),
+// and vllm serve binds it on the head, so it must be the head's registered
+// address.
+func DataParallelMaster(p Placement) []Diagnostic {
+	if !p.Sizes.DPOverRay {
+		return nil
+	}
+	ip, from := p.PlacementIP, sourceText(p.Source)
+	if p.Sizes.DPAddress != "" {
+		ip, from = p.Sizes.DPAddress, "--data-parallel-address in extra_args"
+	}
+	if ip == p.HeadIP {
+		if p.Table == nil {
+			return nil
+		}
+		if n, ok := p.Table.Alive(ip); ok && n.IsHead {
+			return nil
+		}
+	}
+	return []Diagnostic{{Rule: D1, Attr: []string{"extra_args"},
+		Summary: "The data-parallel master address is not the address Ray registered for the head",
+		Detail: fmt.Sprintf("With --data-parallel-backend ray, vLLM places its data-parallel ranks on the Ray node labelled node:%s "+
+			"(from %s), but Ray %s the head as node:%s. Registered nodes: %s.\nvLLM %s would stop at startup: \"The DP master node "+
+			"(ip: %s) is missing or dead\"; every vLLM release with data parallel over Ray places it this way, whichever executor it runs.\n"+
+			"Fix: host_ip = %q (or --data-parallel-address %s), or start the head with node_ip = %q.",
+			ip, from, verb(p), p.HeadIP, labels(p), p.Executor.Version, ip, p.HeadIP, p.HeadIP, ip)}}
+}
+
+// RayAddressIsHead (D21): ray_address must be a Ray that answers (unless
+// the cluster is planned in this run), and the one whose head is the
+// deployment's head: vllm serve attaches to it from there, and vLLM's
+// driver runs on its own node.
+func RayAddressIsHead(d Deployment) []Diagnostic {
+	switch {
+	case d.Table == nil && d.RayDown && !d.ClusterInRun:
+		return []Diagnostic{{Rule: D21, Attr: []string{"ray_address"}, Summary: "No Ray answers at ray_address",
+			Detail: fmt.Sprintf("ray_address = %q, but nothing answers there from the head (%s), and no spark_ray_cluster in this "+
+				"configuration has that head address. vllm serve would fail to connect to Ray. Use spark_ray_cluster.<name>.head_address, "+
+				"or start the cluster first.", d.RayAddress, d.SSHHost)}}
+	case d.Table == nil:
+		return nil
+	}
+	head, ok := d.Table.Head()
+	if !ok {
+		return nil
+	}
+	if d.HeadFacts.HasAddress(parseAddr(head.IP)) {
+		return nil
+	}
+	return []Diagnostic{{Rule: D21, Attr: []string{"ray_address"}, Summary: "ray_address is a Ray whose head is another node",
+		Detail: fmt.Sprintf("ray_address = %q answers, but that Ray's head is node:%s (%s), which is not an address of the deployment's "+
+			"head %s (its addresses: %s). vllm serve would run its driver outside that cluster's head. Point head.ssh_host at the "+
+			"cluster's head, or ray_address at the cluster this head runs.", d.RayAddress, head.IP, head.Hostname, d.SSHHost, addresses(d.HeadFacts))}}
+}
 // ServeSite is where vllm serve would run and where the head's Ray runs:
 // "on the host" or "in container NAME".
 type ServeSite struct {
@@ -246,4 +347,11 @@ func ServeBesideRay(s ServeSite) []Diagnostic {
 		Detail: fmt.Sprintf("vllm serve would run %s on %s, %s; ray_address is %q. vLLM would attach to the wrong "+
 			"Ray or start a new local one, whose only GPU is the head's. Give the deployment the runtime the cluster "+
 			"runs in: runtime = spark_ray_cluster.<name>.runtime.", s.Serve, s.SSHHost, found, s.RayAddress)}}
+}
+
+// parseAddr is netip.ParseAddr for a value that may not be an address (an
+// invalid Addr then matches nothing).
+func parseAddr(s string) netip.Addr {
+	a, _ := netip.ParseAddr(s)
+	return a
 }

@@ -402,34 +402,34 @@ func TestHostIPConflict(t *testing.T) {
 
 func TestParallelFits(t *testing.T) {
 	tbl := fieldReportTable()
-	if d := ParallelFits(Placement{TP: 2, PP: 1, Table: tbl}, nil, 0); d != nil {
+	if d := ParallelFits(Placement{Sizes: Sizes{TP: 2, PP: 1}, Table: tbl}, nil, 0); d != nil {
 		t.Fatal(d)
 	}
-	one(t, ParallelFits(Placement{TP: 3, PP: 1, Table: tbl}, nil, 0), "3 x pipeline_parallel_size 1 = 3 GPUs", "have 2")
+	one(t, ParallelFits(Placement{Sizes: Sizes{TP: 3, PP: 1}, Table: tbl}, nil, 0), "3 x pipeline_parallel_size 1 = 3 GPUs", "have 2")
 	// Another deployment's placement group holds one GPU: TP=2 no longer fits,
 	// unless that GPU is this deployment's own (a restart frees it).
 	tbl.PlacementGroups = []ray.PlacementGroup{
 		{ID: "pg1", State: "CREATED", GPUs: 1, Holder: "vllm serve other, driver pid 7 on 10.1.230.180"},
 		{ID: "pg2", State: "REMOVED", GPUs: 2, Holder: "gone"},
 	}
-	one(t, ParallelFits(Placement{TP: 2, PP: 1, Table: tbl}, nil, 0), "only 1 of the cluster's 2 are free",
+	one(t, ParallelFits(Placement{Sizes: Sizes{TP: 2, PP: 1}, Table: tbl}, nil, 0), "only 1 of the cluster's 2 are free",
 		"1 GPU by placement group pg1 (vllm serve other, driver pid 7 on 10.1.230.180)")
-	if d := ParallelFits(Placement{TP: 2, PP: 1, Table: tbl}, nil, 1); d != nil {
+	if d := ParallelFits(Placement{Sizes: Sizes{TP: 2, PP: 1}, Table: tbl}, nil, 1); d != nil {
 		t.Fatal("own GPUs counted as held:", d)
 	}
-	if d := ParallelFits(Placement{TP: 1, PP: 1, Table: tbl}, nil, 0); d != nil {
+	if d := ParallelFits(Placement{Sizes: Sizes{TP: 1, PP: 1}, Table: tbl}, nil, 0); d != nil {
 		t.Fatal(d)
 	}
 	tbl.PlacementGroups = nil
 	tbl.Nodes[1].Alive = false
-	one(t, ParallelFits(Placement{TP: 2, PP: 1, Table: tbl}, nil, 0), "have 1")
-	if d := ParallelFits(Placement{TP: 8, PP: 8}, nil, 0); d != nil {
+	one(t, ParallelFits(Placement{Sizes: Sizes{TP: 2, PP: 1}, Table: tbl}, nil, 0), "have 1")
+	if d := ParallelFits(Placement{Sizes: Sizes{TP: 8, PP: 8}}, nil, 0); d != nil {
 		t.Fatal("no table and no planned cluster: nothing to check, but flagged")
 	}
 	// First plan: the cluster is planned in the same run.
 	planned := &PlannedGPUs{Total: 2, Nodes: "head 1, spark2 1"}
-	one(t, ParallelFits(Placement{TP: 3, PP: 1}, planned, 0), "will register 2 (head 1, spark2 1)")
-	if d := ParallelFits(Placement{TP: 2, PP: 1}, planned, 0); d != nil {
+	one(t, ParallelFits(Placement{Sizes: Sizes{TP: 3, PP: 1}}, planned, 0), "will register 2 (head 1, spark2 1)")
+	if d := ParallelFits(Placement{Sizes: Sizes{TP: 2, PP: 1}}, planned, 0); d != nil {
 		t.Fatal(d)
 	}
 }

@@ -7,7 +7,7 @@ package preflight
 // and the user sees it at the end of the diagnostic's detail.
 type Rule string
 
-// The catalogue. D1-D13 are the design's; D14-D18 were added with the checks.
+// The catalogue. D1-D13 are the design's; D14-D21 were added with the checks.
 const (
 	D1  Rule = "D1"
 	D2  Rule = "D2"
@@ -27,6 +27,9 @@ const (
 	D16 Rule = "D16"
 	D17 Rule = "D17"
 	D18 Rule = "D18"
+	D19 Rule = "D19"
+	D20 Rule = "D20"
+	D21 Rule = "D21"
 )
 
 // Rules is the catalogue in order: each code with what it refuses.
@@ -34,15 +37,15 @@ var Rules = []struct {
 	Rule Rule
 	What string
 }{
-	{D1, "vLLM's placement address (`VLLM_HOST_IP`, else its own detection) is not the `node:` address Ray registered for the head (the field report): an error where the vLLM on the head pins its placement group to it, a warning where it does not"},
+	{D1, "vLLM's placement address (`VLLM_HOST_IP`, `HOST_IP` on vLLM 0.4.x-0.6.4, else its own detection) is not the `node:` address Ray registered for the head (the field report): an error where the vLLM on the head pins its placement group to it (or, before 0.5.5, fails at startup), a warning where it does not; with data parallel over Ray (`--data-parallel-backend ray`), the DP master address is an error in every release"},
 	{D2, "`VLLM_HOST_IP` (`host_ip`, `env.VLLM_HOST_IP`) is a hostname, malformed or loopback, or `host_ip` and `env.VLLM_HOST_IP` disagree"},
 	{D3, "`node_ip` is not bound on its node"},
 	{D4, "`node_ip` is loopback, `localhost` or a hostname (Ray silently replaces a loopback address)"},
 	{D5, "a worker reaches the head's registered address only through a gateway, not at all, or cannot open its GCS port"},
 	{D6, "Ray versions differ across nodes, or Ray is missing on one"},
 	{D7, "Python versions differ across nodes, or Python is missing on one"},
-	{D8, "tensor × pipeline parallel size exceeds the alive GPUs Ray registered, or the GPUs still free (the placement groups holding the others are named); on a first plan, the GPUs the cluster will register"},
-	{D9, "an NCCL/GLOO/TP/UCX interface in `env` is missing on a node or does not carry its Ray address"},
+	{D8, "tensor × pipeline (× prefill context × data) parallel size exceeds the alive GPUs Ray registered, or the GPUs still free (the placement groups holding the others are named); on a first plan, the GPUs the cluster will register; the legacy executor's free GPU on the head"},
+	{D9, "an NCCL/GLOO/TP/UCX interface in `env` is missing on a node or does not carry its Ray address (the cluster's `env` on every node; the deployment's on the head, and on every node that will host a vLLM worker where the release passes the variable to workers)"},
 	{D10, "a cluster-wide `VLLM_HOST_IP` in `env` that cannot match every node's registered IP"},
 	{D11, "`vllm serve` would run outside the namespace or container the head's Ray runs in"},
 	{D12, "the GCS port is held by a foreign or stale Ray (this provider's own unfinished create is replaced instead, with a warning)"},
@@ -51,7 +54,10 @@ var Rules = []struct {
 	{D15, "`num_gpus` is above what `nvidia-smi` lists on the node"},
 	{D16, "`auth_mode = \"token\"` with Ray older than 2.52 on a node"},
 	{D17, "the vLLM port is held on the head by another program"},
-	{D18, "`VLLM_USE_RAY_V2_EXECUTOR_BACKEND` that vLLM cannot parse (an error) or that this vLLM no longer reads (a warning)"},
+	{D18, "`VLLM_USE_RAY_V2_EXECUTOR_BACKEND` that vLLM cannot parse (an error) or that this vLLM no longer reads (a warning; an error with `--fail-on-environ-validation`)"},
+	{D19, "vLLM is missing, or another version than the head's, on a node that will host a vLLM worker"},
+	{D20, "the model's files (a local path, or a Hugging Face snapshot used with `HF_HUB_OFFLINE=1`) are missing on the head, or missing or of another size on a node that will host a vLLM worker"},
+	{D21, "`ray_address` is not a Ray that answers, or not the one whose head is the deployment's head"},
 }
 
 // Cite is what a diagnostic's detail ends with: its code, and where the

@@ -73,8 +73,12 @@ try:
     for raw in acc.get_placement_group_table():
         g = gcs_pb2.PlacementGroupTableData.FromString(raw)
         state = g.DESCRIPTOR.fields_by_name["state"].enum_type.values_by_number[g.state].name
+        on = {}
+        for b in g.bundles:
+            if b.node_id and b.unit_resources.get("GPU", 0):
+                on[b.node_id.hex()] = on.get(b.node_id.hex(), 0) + b.unit_resources["GPU"]
         pgs.append({"id": g.placement_group_id.hex(), "state": state,
-                    "gpus": sum(b.unit_resources.get("GPU", 0) for b in g.bundles),
+                    "gpus": sum(b.unit_resources.get("GPU", 0) for b in g.bundles), "gpus_on": on,
                     "holder": jobs.get(g.creator_job_id, "job " + g.creator_job_id.hex())})
 except Exception:
     pass
@@ -99,6 +103,9 @@ type PlacementGroup struct {
 	State  string  `json:"state"`  // PENDING, CREATED, REMOVED, RESCHEDULING
 	GPUs   float64 `json:"gpus"`   // the GPUs its bundles reserve
 	Holder string  `json:"holder"` // who created it: the driver's command line and address
+	// GPUsOn is where its placed bundles' GPUs are: node id -> GPUs
+	// (Bundle.node_id of the GCS table; empty while pending).
+	GPUsOn map[string]float64 `json:"gpus_on"`
 }
 
 // Table is Ray's registered node table as seen from the head.
@@ -137,6 +144,30 @@ func ParseNodes(out string) (Table, error) {
 		return Table{GCSUp: v.GCS == "up", GCSError: v.Error, RayVersion: v.RayVersion, Nodes: v.Nodes, PlacementGroups: v.PGs}, nil
 	}
 	return Table{}, fmt.Errorf("no Ray node table in the output: %q", tail(out))
+}
+
+// FreeGPUs is what node holds of GPUs outside every created placement
+// group: vLLM's legacy executor needs one there for its driver
+// (available_resources_per_node, vllm/v1/executor/ray_utils.py L629-633,
+// 0.32.0).
+func (t Table) FreeGPUs(n Node) float64 {
+	free := n.Resources["GPU"]
+	for _, g := range t.PlacementGroups {
+		if g.State == "CREATED" {
+			free -= g.GPUsOn[n.ID]
+		}
+	}
+	return max(free, 0)
+}
+
+// Head is the alive head node, if any.
+func (t Table) Head() (Node, bool) {
+	for _, n := range t.Nodes {
+		if n.Alive && n.IsHead {
+			return n, true
+		}
+	}
+	return Node{}, false
 }
 
 // Alive returns the alive node registered under ip, if any. Dead rows of

@@ -69,6 +69,15 @@ func (s Spec) WorkerNames() []string {
 	return names
 }
 
+// Endpoints are the nodes' SSH endpoints by node name.
+func (s Spec) Endpoints() map[string]transport.Endpoint {
+	out := map[string]transport.Endpoint{HeadName: s.Head.Endpoint}
+	for name, w := range s.Workers {
+		out[name] = w.Endpoint
+	}
+	return out
+}
+
 // Manager runs cluster operations through a shared SSH pool. The provider
 // makes one per process, shared by every resource and data source.
 type Manager struct {
@@ -88,6 +97,12 @@ type Manager struct {
 type Planned struct {
 	GPUs    *preflight.PlannedGPUs // nil when a node's GPUs cannot be known before Ray starts
 	Runtime runtime.Runtime
+	// Nodes (head first) with the facts the cluster's plan read, and how to
+	// reach each (by node name): the deployment's rules about the nodes
+	// that host vLLM's workers use them, and read their model listings.
+	Nodes     []preflight.ClusterNode
+	Endpoints map[string]transport.Endpoint
+	Env       map[string]string // the cluster's env: what its Ray processes start with
 }
 
 // RecordPlan keeps what a cluster's plan concluded, by its GCS address.
@@ -206,6 +221,7 @@ type Plan struct {
 	Hostnames   map[string]string // node name -> kernel hostname (Ray's NodeManagerHostname)
 	RayVersion  string
 	GPUs        *preflight.PlannedGPUs // what the nodes will register; nil when not knowable before Ray starts
+	Nodes       []preflight.ClusterNode // every node (head first) with its facts; nil when the head's address is unknown
 	Diagnostics []preflight.Diagnostic
 	// StopOrphan: the head's GCS port is held by the Ray of a create that
 	// never finished; the create stops it before it starts the head.
@@ -219,13 +235,8 @@ func plannedGPUs(nodes []preflight.Node) *preflight.PlannedGPUs {
 	out := &preflight.PlannedGPUs{}
 	var parts []string
 	for _, n := range nodes {
-		var g float64
-		switch {
-		case n.NumGPUs != nil:
-			g = float64(*n.NumGPUs)
-		case n.Facts.HasNvidiaSMI:
-			g = float64(n.Facts.GPUCount)
-		default:
+		g := nodeGPUs(n)
+		if g < 0 {
 			return nil
 		}
 		out.Total += g
@@ -233,6 +244,17 @@ func plannedGPUs(nodes []preflight.Node) *preflight.PlannedGPUs {
 	}
 	out.Nodes = strings.Join(parts, ", ")
 	return out
+}
+
+// nodeGPUs is one node's planned GPUs; -1 when not knowable before Ray starts.
+func nodeGPUs(n preflight.Node) float64 {
+	switch {
+	case n.NumGPUs != nil:
+		return float64(*n.NumGPUs)
+	case n.Facts.HasNvidiaSMI:
+		return float64(n.Facts.GPUCount)
+	}
+	return -1
 }
 
 // PlanOptions say what is already running, which changes the checks.
@@ -378,6 +400,9 @@ func Evaluate(s Spec, o PlanOptions, hf nodefacts.Facts, workerFacts map[string]
 		nodes = append(nodes, w)
 	}
 	p.GPUs = plannedGPUs(nodes)
+	for _, n := range nodes {
+		p.Nodes = append(p.Nodes, preflight.ClusterNode{Node: n, IP: p.Registered[n.Name], GPUs: nodeGPUs(n)})
+	}
 	p.Diagnostics = append(p.Diagnostics, preflight.UniqueIPs(nodes, p.Registered)...)
 	p.Diagnostics = append(p.Diagnostics, preflight.SameVersions(nodes)...)
 	p.Diagnostics = append(p.Diagnostics, preflight.Interfaces(s.Env, nodes, p.Registered)...)

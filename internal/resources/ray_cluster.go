@@ -140,7 +140,8 @@ func (r *rayClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 	plan.ID = plan.Head.SSHHost
 	plan.HeadAddress = types.StringValue(net.JoinHostPort(p.HeadIP, strconv.Itoa(spec.GCSPort)))
 	// Deployments planned after this cluster, in this run, check against it.
-	r.mgr.RecordPlan(plan.HeadAddress.ValueString(), raycluster.Planned{GPUs: p.GPUs, Runtime: spec.Runtime})
+	r.mgr.RecordPlan(plan.HeadAddress.ValueString(), raycluster.Planned{GPUs: p.GPUs, Runtime: spec.Runtime,
+		Nodes: p.Nodes, Endpoints: spec.Endpoints(), Env: spec.Env})
 	plan.RayVersion = types.StringValue(p.RayVersion)
 	planNode := func(name string, n *rayNodeModel, old *rayNodeModel, kept bool) {
 		n.RegisteredIP = types.StringValue(p.Registered[name])

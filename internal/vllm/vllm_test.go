@@ -417,3 +417,25 @@ func TestWaitReadyLogsEachRequestAndNotTheKey(t *testing.T) {
 		}
 	}
 }
+
+func TestParseParallel(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want Parallel
+	}{
+		{nil, Parallel{DP: 1, PCP: 1, DPBackend: "mp"}},
+		{[]string{"--data-parallel-size", "2", "--data-parallel-backend", "ray"}, Parallel{DP: 2, PCP: 1, DPBackend: "ray"}},
+		{[]string{"-dp=4", "-dpb=ray", "-dpa", "192.168.229.11", "-pcp", "2"}, Parallel{DP: 4, PCP: 2, DPBackend: "ray", DPAddress: "192.168.229.11"}},
+		{[]string{"--dtype", "float32", "--fail-on-environ-validation"}, Parallel{DP: 1, PCP: 1, DPBackend: "mp", FailOnEnviron: true}},
+	} {
+		got, err := ParseParallel(c.args)
+		if err != nil || got != c.want {
+			t.Errorf("ParseParallel(%q) = %+v, %v; want %+v", c.args, got, err, c.want)
+		}
+	}
+	for _, bad := range [][]string{{"-dp", "0"}, {"--data-parallel-size", "two"}, {"-pcp"}} {
+		if _, err := ParseParallel(bad); err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("ParseParallel(%q): err = %v, want one naming %s", bad, err, bad[0])
+		}
+	}
+}

@@ -11,13 +11,18 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
+	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
 	"github.com/lab-infra/terraform-provider-spark/internal/runtime"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
@@ -174,12 +179,20 @@ func (m *Manager) check(ctx context.Context, s Spec, own float64, ownPort bool) 
 					left.identity, s.Port, holder)})
 		}
 	}
+	par, err := vllm.ParseParallel(s.ExtraArgs)
+	if err != nil {
+		return none, failed([]string{"extra_args"}, "Invalid extra_args", err), left
+	}
 	dep := preflight.Deployment{HeadFacts: facts, HeadName: raycluster.HeadName, SSHHost: s.Head.Host, HeadIP: headIP, HostIP: s.HostIP,
-		Env: s.Env, TP: s.TP, PP: s.PP, OwnGPUs: own, ValidateIP: vllm.ValidateHostIP, Port: s.Port, PortIsOwn: ownPort}
+		Env: s.Env, OwnGPUs: own, ValidateIP: vllm.ValidateHostIP, Port: s.Port, PortIsOwn: ownPort,
+		Sizes:         preflight.Sizes{TP: s.TP, PP: s.PP, PCP: par.PCP, DP: par.DP, DPOverRay: par.DPOverRay(), DPAddress: par.DPAddress},
+		FailOnEnviron: par.FailOnEnviron, RayAddress: s.RayAddress, Model: s.Model}
 	if t, err := m.Clusters.Snapshot(ctx, s.cluster(), s.RayAddress); err == nil && t.GCSUp {
 		dep.Table = &t
 	} else if err != nil {
 		tflog.Debug(ctx, "no live Ray node table for the vLLM plan check", map[string]any{"error": err.Error()})
+	} else {
+		dep.RayDown = true
 	}
 	site := preflight.ServeSite{Serve: where(s.Runtime), SSHHost: s.Head.Host, RayAddress: s.RayAddress}
 	if pc, ok := m.Clusters.PlannedCluster(s.RayAddress); ok {
@@ -187,8 +200,16 @@ func (m *Manager) check(ctx context.Context, s Spec, own float64, ownPort bool) 
 		// runs, and before it runs, its plan says what GPUs it will have.
 		site.Ray = where(pc.Runtime)
 		dep.Site = &site
+		dep.ClusterInRun = true
+		dep.Nodes, dep.ClusterEnv = withLiveGPUs(pc.Nodes, dep.Table), pc.Env
 		if dep.Table == nil {
 			dep.Planned = pc.GPUs
+		}
+		if dir, repo := modelSource(s); dir != "" || repo != "" {
+			_, hosts := preflight.Prepare(dep)
+			if dep.Listings, err = m.listings(ctx, s, pc, hosts, dir, repo); err != nil {
+				return none, failed([]string{"model"}, "Cannot list the model's files on the nodes", err), left
+			}
 		}
 	} else if dep.Table != nil {
 		// A cluster managed elsewhere: the GCS address Ray recorded where
@@ -202,6 +223,84 @@ func (m *Manager) check(ctx context.Context, s Spec, own float64, ownPort bool) 
 	}
 	concluded, found := preflight.CheckDeployment(dep)
 	return concluded, append(unfinished, found...), left
+}
+
+// withLiveGPUs gives each planned node the GPUs Ray registered for it,
+// where the cluster runs.
+func withLiveGPUs(nodes []preflight.ClusterNode, t *ray.Table) []preflight.ClusterNode {
+	if t == nil {
+		return nodes
+	}
+	out := slices.Clone(nodes)
+	for i, n := range out {
+		if live, ok := t.Alive(n.IP); ok {
+			out[i].GPUs = live.Resources["GPU"]
+		}
+	}
+	return out
+}
+
+// modelSource says where the weights rule finds the model on a node: a
+// local directory (an absolute path), or a Hugging Face repository id whose
+// snapshot vLLM loads from the hub cache because env sets HF_HUB_OFFLINE
+// (the Hub's own truthy values). Anything else is downloaded by each node
+// and not checked.
+func modelSource(s Spec) (dir, repo string) {
+	switch {
+	case strings.HasPrefix(s.Model, "/"):
+		return s.Model, ""
+	case hfRepo.MatchString(s.Model) && slices.Contains([]string{"1", "ON", "YES", "TRUE"}, strings.ToUpper(s.Env["HF_HUB_OFFLINE"])):
+		return "", s.Model
+	}
+	return "", ""
+}
+
+var hfRepo = regexp.MustCompile(`^[A-Za-z0-9][\w.-]*/[\w.-]+$`)
+
+// listings reads the model's files on every node that will host a vLLM
+// worker, in parallel, where Ray (and so vLLM) runs on it.
+func (m *Manager) listings(ctx context.Context, s Spec, pc raycluster.Planned, hosts []preflight.ClusterNode, dir, repo string) (map[string]preflight.Listing, error) {
+	hub := s.Env["HF_HUB_CACHE"]
+	if hub == "" && s.Env["HF_HOME"] != "" {
+		hub = s.Env["HF_HOME"] + "/hub"
+	}
+	revision := ""
+	for i, a := range s.ExtraArgs {
+		if v, ok := strings.CutPrefix(a, "--revision="); ok {
+			revision = v
+		} else if a == "--revision" && i+1 < len(s.ExtraArgs) {
+			revision = s.ExtraArgs[i+1]
+		}
+	}
+	out := make([]preflight.Listing, len(hosts))
+	errs := make([]error, len(hosts))
+	var wg sync.WaitGroup
+	for i, n := range hosts {
+		wg.Go(func() {
+			conn, err := m.Pool.Get(ctx, pc.Endpoints[n.Name])
+			if err != nil {
+				errs[i] = fmt.Errorf("%s: %w", n.Name, err)
+				return
+			}
+			argv := s.Runtime.ProbeArgv(transport.Script(nodefacts.ListingScript, dir, repo, hub, revision))
+			res, err := conn.Run(ctx, transport.Cmd{Step: "list the model's files", Argv: argv})
+			if err == nil {
+				out[i], err = nodefacts.ParseListing(string(res.Stdout))
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("%s: %w", n.Name, err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	byName := make(map[string]preflight.Listing, len(hosts))
+	for i, n := range hosts {
+		byName[n.Name] = out[i]
+	}
+	return byName, nil
 }
 
 // Launched is a server that answered its readiness check.
