@@ -312,6 +312,7 @@ func RayAddressIsHead(d Deployment) []Diagnostic {
 			"head %s (its addresses: %s). vllm serve would run its driver outside that cluster's head. Point head.ssh_host at the "+
 			"cluster's head, or ray_address at the cluster this head runs.", d.RayAddress, head.IP, head.Hostname, d.SSHHost, addresses(d.HeadFacts))}}
 }
+
 // ServeSite is where vllm serve would run and where the head's Ray runs:
 // "on the host" or "in container NAME".
 type ServeSite struct {

@@ -31,7 +31,9 @@ type Sizes struct {
 func atLeastOne(n int) int { return max(n, 1) }
 
 // GPUs is the number of GPU bundles vLLM asks Ray for.
-func (s Sizes) GPUs() int { return atLeastOne(s.TP) * atLeastOne(s.PP) * atLeastOne(s.PCP) * atLeastOne(s.DP) }
+func (s Sizes) GPUs() int {
+	return atLeastOne(s.TP) * atLeastOne(s.PP) * atLeastOne(s.PCP) * atLeastOne(s.DP)
+}
 
 // describe spells the product out for messages: "tensor_parallel_size 2 x
 // pipeline_parallel_size 1 x data parallel 2 = 4".

@@ -220,7 +220,7 @@ type Plan struct {
 	Registered  map[string]string // node name -> IP Ray will register
 	Hostnames   map[string]string // node name -> kernel hostname (Ray's NodeManagerHostname)
 	RayVersion  string
-	GPUs        *preflight.PlannedGPUs // what the nodes will register; nil when not knowable before Ray starts
+	GPUs        *preflight.PlannedGPUs  // what the nodes will register; nil when not knowable before Ray starts
 	Nodes       []preflight.ClusterNode // every node (head first) with its facts; nil when the head's address is unknown
 	Diagnostics []preflight.Diagnostic
 	// StopOrphan: the head's GCS port is held by the Ray of a create that
