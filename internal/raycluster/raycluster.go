@@ -413,18 +413,41 @@ func Evaluate(s Spec, o PlanOptions, hf nodefacts.Facts, workerFacts map[string]
 	return p
 }
 
-// lockScript holds an flock on the node for as long as the provider keeps
+// LockScript holds an flock on the node for as long as the provider keeps
 // the session open; a crashed provider drops the connection and the lock.
-const lockScript = `lock="${TMPDIR:-/tmp}/terraform-provider-spark.lock"
-exec 9>>"$lock"
+// One lock file serializes every SSH user's applies on the node. Whoever
+// comes first creates it (0644); flock needs only a read descriptor, and
+// the others open it read-only: /tmp is sticky and, with
+// fs.protected_regular, opening another user's file there for writing
+// (O_CREAT) is refused even to a writable mode. The holder leaves a note in
+// a file of its own ($lock.holder.<uid>) naming its process (pid and start
+// time); a refused operation shows a note only when the kernel agrees: the
+// file belongs to that uid, and that process is alive and is that uid's.
+const LockScript = `lock="${TMPDIR:-/tmp}/terraform-provider-spark.lock"
+[ -e "$lock" ] || ( umask 022; : >>"$lock" ) 2>/dev/null
+if ! exec 9<"$lock"; then
+  echo "cannot open the node lock $lock: $(ls -ln "$lock" 2>&1). It must be readable by every user of the node (0644); its owner can fix it, or root can remove it" >&2
+  exit 74
+fi
+started() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
 if ! flock -n 9; then
-  echo "another terraform-provider-spark operation holds the lock on this node: $(cat "$lock.holder" 2>/dev/null || echo unknown holder)" >&2
+  who="a process that left no note the kernel confirms"
+  for note in "$lock".holder.*; do
+    [ -f "$note" ] || continue
+    uid=${note##*.}
+    [ "$(stat -c %u "$note")" = "$uid" ] || continue
+    set -- $(head -n 1 "$note")
+    [ "${1:-}" = pid ] && [ -d "/proc/${2:-x}" ] && [ "$(stat -c %u "/proc/$2")" = "$uid" ] && [ "$(started "$2")" = "${3:-}" ] || continue
+    who="process $2 of user $(stat -c %U "/proc/$2") (uid $uid), which says: $(sed -n 2p "$note" | head -c 300)"
+  done
+  echo "another terraform-provider-spark operation holds the lock on this node: $who" >&2
   exit 73
 fi
-printf '%s\n' "$1" > "$lock.holder"
+note="$lock.holder.$(id -u)"
+printf 'pid %s %s\n%s\n' "$$" "$(started $$)" "$1" > "$note" 2>/dev/null || true
 echo locked
 cat >/dev/null
-rm -f "$lock.holder"`
+rm -f "$note"`
 
 // Holder describes this provider process, for whoever finds the lock held.
 func Holder() string {
@@ -468,25 +491,37 @@ func (m *Manager) StartedBy(ctx context.Context, s Spec) (string, error) {
 // operations never wait on each other) and returns the release. It fails
 // fast when another operation holds a lock, naming the holder.
 func (m *Manager) Lock(ctx context.Context, holder string, endpoints ...transport.Endpoint) (func(), error) {
-	sort.Slice(endpoints, func(i, j int) bool { return endpoints[i].Host < endpoints[j].Host })
+	sort.Slice(endpoints, func(i, j int) bool {
+		if endpoints[i].Host != endpoints[j].Host {
+			return endpoints[i].Host < endpoints[j].Host
+		}
+		return endpoints[i].Port < endpoints[j].Port
+	})
 	var held []*transport.Held
 	release := func() {
 		for _, h := range held {
 			h.Release()
 		}
 	}
+	// One lock per node: nodes are told apart by address and SSH port (two
+	// boxes behind one address are reached on two ports).
 	seen := map[string]bool{}
 	for _, e := range endpoints {
-		if seen[e.Host] {
+		port := e.Port
+		if port == 0 {
+			port = transport.DefaultPort
+		}
+		key := net.JoinHostPort(e.Host, strconv.Itoa(port))
+		if seen[key] {
 			continue
 		}
-		seen[e.Host] = true
+		seen[key] = true
 		c, err := m.Pool.Get(ctx, e)
 		if err != nil {
 			release()
 			return nil, err
 		}
-		h, err := c.Hold(ctx, transport.Cmd{Step: "lock node", Argv: transport.Script(lockScript, holder)}, "locked")
+		h, err := c.Hold(ctx, transport.Cmd{Step: "lock node", Argv: transport.Script(LockScript, holder)}, "locked")
 		if err != nil {
 			release()
 			return nil, err

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lab-infra/terraform-provider-spark/internal/acctest"
 	"github.com/lab-infra/terraform-provider-spark/internal/lab"
+	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
@@ -427,15 +428,19 @@ func TestAccRayCluster_lockRefusesConcurrentApply(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				// The provider's own lock protocol, held as another apply would.
+				// The provider's own lock script, held by another ordinary
+				// user of the node, as that user's apply would.
+				if out, err := lab.Exec(context.Background(), head, "sh", "-c", "id intruder >/dev/null 2>&1 || useradd -M intruder"); err != nil {
+					t.Fatalf("%v: %s", err, out)
+				}
 				held, err = c.Hold(context.Background(), transport.Cmd{Step: "hold lock", Argv: transport.Script(
-					`exec 9>>/tmp/terraform-provider-spark.lock; flock -n 9 || exit 1; echo "other apply (acceptance test)" > /tmp/terraform-provider-spark.lock.holder; echo locked; cat >/dev/null`)}, "locked")
+					`exec su -s /bin/sh intruder -c "$1" lock "$2"`, raycluster.LockScript, "other apply (acceptance test)")}, "locked")
 				if err != nil {
 					t.Fatal(err)
 				}
 			},
 			Config:      clusterConfig(l, head.FabricIP, nil),
-			ExpectError: regexp.MustCompile(`holds the lock on this node:\s+other\s+apply\s+\(acceptance\s+test\)`),
+			ExpectError: regexp.MustCompile(`holds the lock on this node:\s+process\s+\d+\s+of\s+user\s+intruder\s+\(uid\s+\d+\),\s+which\s+says:\s+other\s+apply\s+\(acceptance\s+test\)`),
 		}},
 	})
 	if held != nil {

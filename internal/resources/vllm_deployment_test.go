@@ -313,7 +313,7 @@ func TestAccVLLMDeployment_fieldReportLegacyExecutor(t *testing.T) {
 		resource.TestStep{
 			// TP=3 on 2 GPUs: refused from Ray's live node table.
 			Config:      cluster + deploy{hostIP: head.ExternalIP, env: legacyExecutor, keyLine: keyLine, tp: 3}.config(l),
-			ExpectError: regexp.MustCompile(`(?s)exceeds the cluster's GPUs.*= 3 GPUs.*have 2`),
+			ExpectError: regexp.MustCompile(`(?s)exceed the cluster's GPUs.*= 3 GPUs.*have 2`),
 		},
 	)...)
 	steps = append(steps, r.then(resource.TestStep{
@@ -418,7 +418,7 @@ func TestAccVLLMDeployment_firstPlanChecks(t *testing.T) {
 		Steps: append(r.steps(
 			resource.TestStep{
 				Config:      cluster + deploy{hostIP: head.FabricIP, tp: 3}.config(l),
-				ExpectError: regexp.MustCompile(`(?s)exceeds the cluster's GPUs.*= 3 GPUs.*will\s+register\s+2\s+\(head 1, ` + w.Name + ` 1\)`),
+				ExpectError: regexp.MustCompile(`(?s)exceed the cluster's GPUs.*= 3 GPUs.*will\s+register\s+2\s+\(head 1, ` + w.Name + ` 1\)`),
 			},
 			resource.TestStep{
 				Config:      inContainer + onHost,

