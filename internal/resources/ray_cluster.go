@@ -555,6 +555,7 @@ func (r *rayClusterResource) discover(ctx context.Context, m *clusterModel, spec
 }
 
 func (r *rayClusterResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	resp.Diagnostics.Append(clearImported(ctx, resp.Private)...)
 	var plan, state clusterModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -780,6 +781,7 @@ func (r *rayClusterResource) ImportState(ctx context.Context, req resource.Impor
 	m.Timeouts = timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{
 		"create": types.StringType, "update": types.StringType, "delete": types.StringType})}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	resp.Diagnostics.Append(markImported(ctx, resp.Private)...)
 }
 
 func emptyNode(host string) *rayNodeModel {

@@ -39,13 +39,6 @@ var nodeIPValidator = providerdata.StringCheck{Desc: "a literal IP address, not 
 		return nil
 	}, Cite: preflight.D4.Cite()}
 
-// replaceUnlessImported replaces the cluster when a setting that shapes
-// every Ray process changes, but not when state has no value yet because
-// the cluster was just imported (the setting cannot be read back from Ray).
-func replaceUnlessImported(_ context.Context, req planmodifier.ObjectRequest, resp *objectplanmodifier.RequiresReplaceIfFuncResponse) {
-	resp.RequiresReplace = !req.StateValue.IsNull()
-}
-
 func nodeAttributes(head bool) map[string]schema.Attribute {
 	replace := func(desc string) string {
 		if head {
@@ -111,10 +104,8 @@ func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 				MarkdownDescription: "The head's GCS port (`ray start --head --port`). Default: 6379."},
 			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				Validators: []validator.Map{providerdata.PlainEnv},
-				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplaceIf(
-					func(_ context.Context, req planmodifier.MapRequest, resp *mapplanmodifier.RequiresReplaceIfFuncResponse) {
-						resp.RequiresReplace = !req.StateValue.IsNull()
-					}, "Replaces the cluster when changed.", "Replaces the cluster when changed.")},
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplaceIf(replaceMapUnlessImported,
+					"Replaces the cluster when changed.", "Replaces the cluster when changed.")},
 				MarkdownDescription: "Environment for Ray on every node (e.g. `NCCL_SOCKET_IFNAME`, `GLOO_SOCKET_IFNAME`). Interface names " +
 					"in `NCCL_SOCKET_IFNAME`, `GLOO_SOCKET_IFNAME`, `TP_SOCKET_IFNAME`, `UCX_NET_DEVICES` are checked at plan on every node. " +
 					"Each node's Ray also gets `VLLM_HOST_IP` = the address Ray registers for that node (vLLM's worker actors read it " +
@@ -132,10 +123,8 @@ func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 				MarkdownDescription: "Change to restart the cluster with a new `secret_env_wo`. Replaces the cluster."},
 			"start_args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				Validators: []validator.List{listvalidator.ValueStringsAre(providerdata.RayStartArg)},
-				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplaceIf(
-					func(_ context.Context, req planmodifier.ListRequest, resp *listplanmodifier.RequiresReplaceIfFuncResponse) {
-						resp.RequiresReplace = !req.StateValue.IsNull()
-					}, "Replaces the cluster when changed.", "Replaces the cluster when changed.")},
+				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplaceIf(replaceListUnlessImported,
+					"Replaces the cluster when changed.", "Replaces the cluster when changed.")},
 				MarkdownDescription: "Extra `ray start` arguments for every node, each passed as one quoted argument. Flags the provider " +
 					"sets (`--head`, `--address`, `--port`, `--node-ip-address`, `--num-gpus`, `--resources`, `--labels`, " +
 					"`--dashboard-host`) and `--block` are refused: use the attributes."},
@@ -161,7 +150,7 @@ func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 // (a deployment takes its cluster's runtime as is). Changing it replaces
 // what runs, except right after an import, when it cannot be read back.
 func runtimeAttribute() schema.SingleNestedAttribute {
-	replaceObj := []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(replaceUnlessImported,
+	replaceObj := []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(replaceObjectUnlessImported,
 		"Replaces the cluster when changed.", "Replaces the cluster when changed.")}
 	return schema.SingleNestedAttribute{Optional: true, PlanModifiers: replaceObj,
 		MarkdownDescription: "Where Ray runs on each node: `host` (default) or `container`. Exactly one.",

@@ -530,6 +530,7 @@ func (m *vllmModel) endpoint() types.String {
 }
 
 func (r *vllmResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	resp.Diagnostics.Append(clearImported(ctx, resp.Private)...)
 	var plan, state vllmModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -602,4 +603,5 @@ func (r *vllmResource) ImportState(ctx context.Context, req resource.ImportState
 		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{
 			"create": types.StringType, "update": types.StringType, "delete": types.StringType})}}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	resp.Diagnostics.Append(markImported(ctx, resp.Private)...)
 }
