@@ -108,6 +108,13 @@ func VLLMArg(arg string) error {
 			}
 		}
 	}
+	// vLLM's --hf-token (vllm/engine/arg_utils.py, v0.32.0) takes a token
+	// in argv, which ps shows every user and state keeps.
+	if len(name) >= len("--hf-t") && strings.HasPrefix("--hf-token", name) {
+		return fmt.Errorf("%q in extra_args is vLLM's --hf-token: a token there is readable in ps by every user of the head and is "+
+			"stored in state. Give it as secret_env_wo = { HF_TOKEN = ... }, or log the nodes in with `hf auth login`: vLLM reads "+
+			"either without the flag (which, given no value, only asks for that login token)", arg)
+	}
 	return nil
 }
 

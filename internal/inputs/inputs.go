@@ -29,7 +29,7 @@ func EnvKey(k string) error {
 // secretName matches the names that hold credentials by convention (HF_TOKEN,
 // WANDB_API_KEY, AWS_SECRET_ACCESS_KEY, DB_PASSWORD, ...); TOKENIZERS_* or
 // *_KEY_PATH are not among them.
-var secretName = regexp.MustCompile(`(?i)(^|_)(TOKEN|API_?KEY|SECRET|SECRET_KEY|SECRET_ACCESS_KEY|PASSWORD|PASSWD|PRIVATE_KEY|CREDENTIALS?)$`)
+var secretName = regexp.MustCompile(`(?i)(^|_)(TOKEN|API_?KEY|KEY|SECRET|SECRET_KEY|SECRET_ACCESS_KEY|PASSWORD|PASSWD|PRIVATE_KEY|CREDENTIALS?)$`)
 
 // PlainEnvKey checks a key of a plain (stored, shown) `env` map: a name that
 // holds a credential belongs in secret_env_wo, which never reaches state.
@@ -239,6 +239,15 @@ func ResourceName(name string) error {
 	if name == "node:__internal_head__" {
 		return fmt.Errorf("resource %q is the one Ray gives the head itself: leave it out", name)
 	}
+	// node:<ip> is the label Ray gives every node for its address, and what
+	// vLLM pins its placement groups to (bundle 0 of the legacy executor,
+	// the data-parallel master): one given by hand can satisfy a pin on the
+	// wrong node, or misdirect it.
+	if strings.HasPrefix(name, "node:") {
+		return fmt.Errorf("resource %q has the form of the label Ray gives each node for its address (node:<ip>), which vLLM pins its "+
+			"placement groups to: given by hand it can send vLLM's workers to the wrong node. Set node_ip to change the address a node "+
+			"registers, and name custom resources otherwise", name)
+	}
 	return nil
 }
 
@@ -280,6 +289,20 @@ func LabelKey(k string) error {
 func LabelValue(k, v string) error {
 	if v != "" && !labelName.MatchString(v) {
 		return fmt.Errorf("label %q = %q is not a value Ray accepts: empty, or 1 to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", k, v)
+	}
+	return nil
+}
+
+// Model checks the model a deployment serves: it follows `vllm serve` in
+// argv, where a leading "-" makes it a flag ("--port=9000" would set the
+// port and leave no model).
+func Model(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return fmt.Errorf("model is empty: give a model name or path (a Hugging Face name \"org/name\", or a directory on the nodes)")
+	}
+	if strings.HasPrefix(v, "-") {
+		return fmt.Errorf("model = %q starts with \"-\": vllm serve would read it as a flag, not a model. Give a Hugging Face name or a path "+
+			"(\"./%s\" for a directory so named); flags go in extra_args", v, v)
 	}
 	return nil
 }

@@ -48,6 +48,7 @@ func TestPlainEnvKey(t *testing.T) {
 		"GOOGLE_CREDENTIALS":     "secret_env_wo",
 		"TOKEN":                  "secret_env_wo",
 		"VLLM_API_KEY":           "api_key_wo",
+		"WANDB_KEY":              "secret_env_wo",
 		"-S/bin/sh":              "not an environment variable name",
 	})
 }
@@ -179,7 +180,8 @@ func TestResourceQuantity(t *testing.T) {
 
 func TestResourceName(t *testing.T) {
 	check(t, ResourceName, map[string]string{
-		"spark.head": "", "fabric": "", "cpu": "", "node:10.0.0.1": "",
+		"spark.head": "", "fabric": "", "cpu": "",
+		"node:10.0.0.1":          "vLLM pins its",
 		"":                       "empty name",
 		"CPU":                    "one of Ray's own",
 		"GPU":                    "num_gpus",
@@ -227,6 +229,15 @@ func TestRayStartArgs(t *testing.T) {
 	})
 }
 
+func TestModel(t *testing.T) {
+	check(t, Model, map[string]string{
+		"Qwen/Qwen3-8B": "", "/opt/models/tiny": "", "./-odd": "",
+		"--port=9000": "read it as a flag",
+		"-x":          "read it as a flag",
+		" ":           "give a model name or path",
+	})
+}
+
 func TestVLLMArg(t *testing.T) {
 	check(t, VLLMArg, map[string]string{
 		"--enforce-eager": "", "--max-model-len": "", "2048": "", "--dtype=bfloat16": "", "-O3": "",
@@ -247,6 +258,10 @@ func TestVLLMArg(t *testing.T) {
 		"--distributed-executor-backend=mp": "on Ray",
 		"--uds=/tmp/s":                      "Unix socket",
 		"--config=c.yaml":                   "config file",
+		"--hf-token=hf_abc":                 "secret_env_wo = { HF_TOKEN",
+		"--hf-token":                        "readable in ps",
+		"--hf-tok":                          "readable in ps",
+		"--hf-config-path":                  "",
 		"--model=x":                         "use model",
 	})
 }

@@ -21,6 +21,11 @@ import (
 type Diagnostic struct {
 	Rule    Rule // the catalogue's code (rules.go)
 	Warning bool
+	// Now: a fault of what runs now (a registered address gone from its
+	// node, a running worker cut off from its head), not a check that only
+	// guards a start. A plan that starts nothing still fails on it, so a
+	// scheduled `plan -detailed-exitcode` sees it.
+	Now     bool
 	Node    string
 	Attr    []string // path steps; a step "[key]" is a map key
 	Summary string
@@ -91,6 +96,24 @@ func NodeIPBound(n Node) []Diagnostic {
 			"listens on and its processes would fail to bind. Set node_ip to one of the node's addresses (its fabric address "+
 			"for multi-node traffic), or check that ssh_host points at the node you meant.",
 			n.Name, n.SSHHost, n.NodeIP, addresses(n.Facts))}}
+}
+
+// RegisteredAddressGone (D3, now): the address Ray registered for a running
+// node must still be on it. A fabric link down, or an address moved, leaves
+// Ray reporting the node alive for up to a minute (its heartbeat timeout)
+// while nothing on the node answers there: the cluster is broken now, and
+// the plan says so even when it would start nothing.
+func RegisteredAddressGone(n Node, registered string) []Diagnostic {
+	ip, err := netip.ParseAddr(registered)
+	if err != nil || n.Facts.HasAddress(ip) {
+		return nil
+	}
+	return []Diagnostic{{Rule: D3, Now: true, Node: n.Name, Attr: n.attr("node_ip"),
+		Summary: "The address Ray registered for a node is no longer on it",
+		Detail: fmt.Sprintf("%s (%s): Ray registered it as node:%s, but that address is no longer on the node (its addresses: %s). "+
+			"Ray still counts the node until its heartbeats time out; nothing reaches it there. Bring the interface back (a "+
+			"fabric link down?), or change node_ip and apply to restart it on an address it has.",
+			n.Name, n.SSHHost, registered, addresses(n.Facts))}}
 }
 
 // PredictHeadIP is what the head will register: node_ip, else Ray's own

@@ -140,6 +140,7 @@ var (
 			return inputs.LabelValue(k, v)
 		}}
 	WorkerName    = Checked("Invalid worker name", "a worker name", inputs.WorkerName)
+	Model         = Checked("Invalid model", "a model name or path, not a flag", inputs.Model)
 	Path          = Checked("Invalid path", "a path or command name", inputs.Path)
 	Address       = Checked("Invalid address", "a literal IP address, or localhost", inputs.Address)
 	Image         = Checked("Invalid image", "a container image reference", inputs.Image)

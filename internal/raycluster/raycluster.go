@@ -371,7 +371,7 @@ func Evaluate(s Spec, o PlanOptions, hf nodefacts.Facts, workerFacts map[string]
 	_, diags := preflight.PredictHeadIP(head)
 	headIP := headAddress(s, o, hf)
 	p.Diagnostics = append(p.Diagnostics, diags...)
-	p.Diagnostics = append(p.Diagnostics, preflight.NodeIPBound(head)...)
+	p.Diagnostics = append(p.Diagnostics, addressBound(head, o)...)
 	p.Diagnostics = append(p.Diagnostics, preflight.GPUs(head)...)
 	if !o.HeadRunning && !o.Replacing {
 		d := preflight.GCSPortFree(head, s.GCSPort, o.StartedBy)
@@ -394,9 +394,15 @@ func Evaluate(s Spec, o PlanOptions, hf nodefacts.Facts, workerFacts map[string]
 		p.Registered[w.Name] = ip
 		p.Hostnames[w.Name] = w.Facts.Hostname
 		p.Diagnostics = append(p.Diagnostics, diags...)
-		p.Diagnostics = append(p.Diagnostics, preflight.NodeIPBound(w)...)
+		p.Diagnostics = append(p.Diagnostics, addressBound(w, o)...)
 		p.Diagnostics = append(p.Diagnostics, preflight.GPUs(w)...)
-		p.Diagnostics = append(p.Diagnostics, preflight.WorkerReachesHead(w, headIP, s.GCSPort)...)
+		reach := preflight.WorkerReachesHead(w, headIP, s.GCSPort)
+		if _, running := o.Known[w.Name]; running && o.HeadRunning {
+			for i := range reach {
+				reach[i].Now = true // a running worker cut off from its running head
+			}
+		}
+		p.Diagnostics = append(p.Diagnostics, reach...)
 		nodes = append(nodes, w)
 	}
 	p.GPUs = plannedGPUs(nodes)
@@ -411,6 +417,17 @@ func Evaluate(s Spec, o PlanOptions, hf nodefacts.Facts, workerFacts map[string]
 		p.Diagnostics = append(p.Diagnostics, preflight.TokenAuthSupported(nodes)...)
 	}
 	return p
+}
+
+// addressBound (D3): a running node's registered address must still be on
+// it (a fault now); otherwise node_ip must be an address of the node.
+func addressBound(n preflight.Node, o PlanOptions) []preflight.Diagnostic {
+	if registered, running := o.Known[n.Name]; running {
+		if gone := preflight.RegisteredAddressGone(n, registered); gone != nil {
+			return gone
+		}
+	}
+	return preflight.NodeIPBound(n)
 }
 
 // LockScript holds an flock on the node for as long as the provider keeps

@@ -514,11 +514,21 @@ func TestAccRayCluster_fabricLinkDown(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: config},
 			{
+				// At once, while Ray still counts the worker alive: the plan
+				// starts nothing, and still fails (it used to say "No changes").
 				PreConfig: func() {
 					if err := lab.Disconnect(ctx, w, lab.FabricNetwork); err != nil {
 						t.Fatal(err)
 					}
 					down = true
+				},
+				Config:   config,
+				PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)The address Ray registered for a node is no longer on it.*node:` + regexp.QuoteMeta(w.FabricIP) +
+					`.*terraform\s+destroy\s+-refresh=false`),
+			},
+			{
+				PreConfig: func() {
 					waitNodeDead(t, l, w)
 					headBefore, workerBefore = processes(t, head), processes(t, w)
 				},
@@ -643,10 +653,12 @@ func TestAccRayCluster_sshSessionsKilledMidApply(t *testing.T) {
 }
 
 // A worker comes back with a new host key (re-imaged, or someone in the
-// middle). With the strict policy nothing is sent to it: a plan that starts
-// nothing there goes through with a warning, one that would restart Ray on
-// it is refused naming the host and the new key's fingerprint. Once the
-// operator has accepted the new key, the same change applies.
+// middle). With the strict policy nothing is sent to it and every plan
+// fails, as OpenSSH refuses the connection: one that starts nothing too, so
+// a scheduled `plan -detailed-exitcode` sees it (it used to pass with a
+// warning and exit 0), naming the host and the new key's fingerprint, with
+// the way to destroy anyway. Once the operator has accepted the new key, the
+// same change applies.
 func TestAccRayCluster_hostKeyChanged(t *testing.T) {
 	l := acctest.Lab(t)
 	w := l.Nodes[1]
@@ -679,6 +691,8 @@ func TestAccRayCluster_hostKeyChanged(t *testing.T) {
 				},
 				Config:   withKnown(base, known),
 				PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)` + regexp.QuoteMeta(w.SSHHost) + `:22.*SHA256:.*host key has CHANGED.*` +
+					`terraform\s+destroy\s+-refresh=false`),
 			},
 			{
 				Config:      withKnown(relabelled, known),

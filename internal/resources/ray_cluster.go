@@ -111,19 +111,29 @@ func (r *rayClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 	// Nothing starts when the cluster is kept and every node in the plan
 	// runs as it is: then the checks, which guard starting Ray, warn.
 	startsNothing := !creating && opts.HeadRunning && len(opts.Known) == 1+len(plan.Workers)
-	var found diag.Diagnostics
+	// found: checks that guard a start; now: faults of what runs now,
+	// which fail the plan even when it starts nothing.
+	var found, now diag.Diagnostics
 	p, err := r.mgr.PlanCluster(ctx, spec, opts)
-	if err != nil {
+	switch {
+	case err != nil && faultNow(err):
+		now.AddError("Cannot read the nodes for this plan", err.Error())
+	case err != nil:
 		found.AddError("Cannot read the nodes for this plan", err.Error())
-	} else {
-		addPreflight(&found, p.Diagnostics)
+	default:
+		addPreflight(&found, guards(p.Diagnostics, false))
+		addPreflight(&now, guards(p.Diagnostics, true))
 	}
-	if found.HasError() && startsNothing {
+	if startsNothing && (found.HasError() || now.HasError()) {
 		resp.Diagnostics.Append(keptRunning(found)...)
+		if resp.Diagnostics.Append(withHint(now, destroyHint)...); now.HasError() {
+			return
+		}
 		keepFromState(&plan, state)
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 		return
 	}
+	found.Append(now...)
 	if state != nil {
 		found = withHint(found, destroyHint)
 	}

@@ -259,6 +259,24 @@ func TestAccRayCluster_fabricLifecycle(t *testing.T) {
 					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("alive"), knownvalue.Bool(true)),
 				},
 			},
+			{
+				// env set on a cluster that had none takes effect: the cluster
+				// is replaced and every raylet has it (it used to change state
+				// only, and the next plan was empty).
+				Config: clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""}, `env = { SPARK_ACC_ENV = "v1" }`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(clusterAddr, plancheck.ResourceActionDestroyBeforeCreate),
+				}, PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				Check: func(*terraform.State) error {
+					for _, n := range l.Nodes {
+						out, err := lab.Exec(context.Background(), n, "sh", "-c", `tr '\0' '\n' < /proc/$(pgrep -xo raylet)/environ | grep '^SPARK_ACC_ENV='`)
+						if err != nil || strings.TrimSpace(out) != "SPARK_ACC_ENV=v1" {
+							return fmt.Errorf("raylet on %s lacks the env added to the cluster: %q %v", n.Name, out, err)
+						}
+					}
+					return nil
+				},
+			},
 		},
 	})
 }

@@ -104,7 +104,7 @@ func (r *vllmResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 			"head":        schema.SingleNestedAttribute{Required: true, Attributes: headAttrs, MarkdownDescription: "The Ray head, where `vllm serve` runs."},
 			"runtime":     runtimeAttribute(),
 			"ray_address": schema.StringAttribute{Required: true, Validators: []validator.String{providerdata.HostPort}, MarkdownDescription: "`<head registered ip>:<gcs port>`, usually `spark_ray_cluster.<name>.head_address`. Set as `RAY_ADDRESS` so vLLM joins that cluster and never starts its own."},
-			"model":       schema.StringAttribute{Required: true, Validators: []validator.String{providerdata.NotBlank("model", "a model name or path")}, MarkdownDescription: "Model to serve (a Hugging Face name or a path on the head). " + restart},
+			"model":       schema.StringAttribute{Required: true, Validators: []validator.String{providerdata.Model}, MarkdownDescription: "Model to serve (a Hugging Face name or a path on the head). " + restart},
 			"served_model_name": schema.StringAttribute{Optional: true, Computed: true,
 				Validators:          []validator.String{providerdata.NotBlank("served_model_name", "the name clients use")},
 				MarkdownDescription: "Name clients use (`--served-model-name`). Default: `model`. " + restart},

@@ -1,7 +1,12 @@
 package resources
 
 import (
+	"errors"
+
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
+	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
 // Terraform's `destroy` first refreshes with a normal plan (its own source,
@@ -12,6 +17,27 @@ import (
 //   - a check that only guards starting something is a warning when the
 //     plan starts nothing (keptRunning): an unchanged resource never blocks;
 //   - every error a plan or refresh still raises ends with destroyHint.
+
+// guards picks the findings that are faults of what runs now (now true),
+// or the checks that only guard a start (now false).
+func guards(found []preflight.Diagnostic, now bool) []preflight.Diagnostic {
+	var out []preflight.Diagnostic
+	for _, d := range found {
+		if d.Now == now {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// faultNow: an error reading the nodes that is a fault now, whatever the
+// plan starts: a host key that changed (strict or accept-new refuse it, as
+// OpenSSH does; the plan must fail so a scheduled plan's exit code shows
+// it, not pass with a warning).
+func faultNow(err error) bool {
+	var hk *transport.HostKeyError
+	return errors.As(err, &hk) && hk.Problem == transport.HostKeyChanged
+}
 
 // destroyHint is the one line that says how to destroy anyway.
 const destroyHint = "\n\nDestroying? This check runs in the refresh before a destroy too: " +

@@ -115,9 +115,16 @@ func keyscanTarget(hostport string) string {
 }
 
 // Unreachable reports whether err is a failure to reach the host at all
-// (no TCP connection, or no SSH handshake before the connect timeout), as
-// opposed to a refused key or a command that failed on the host.
+// (no TCP connection, directly or through a working bastion, or no SSH
+// handshake before the connect timeout), as opposed to a refused key, a
+// command that failed on the host, or a bastion that is itself down (then
+// every node behind it looks the same, and none is to blame).
 func Unreachable(err error) bool {
 	var e *Error
-	return errors.As(err, &e) && e.ExitStatus < 0 && (e.Step == "connect" || e.Step == "handshake")
+	return errors.As(err, &e) && e.ExitStatus < 0 &&
+		(e.Step == "connect" || e.Step == "handshake" || strings.HasPrefix(e.Step, tunnelStep))
 }
+
+// tunnelStep names the dial of a node through the bastion (the bastion is
+// up: its own connection is the step "connect through bastion").
+const tunnelStep = "open tunnel from bastion "

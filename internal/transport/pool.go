@@ -318,7 +318,7 @@ func (p *Pool) connect(ctx context.Context, e Endpoint, pinned ssh.PublicKey) (*
 		}
 		raw, err = jump.client.DialContext(ctx, "tcp", e.addr())
 		if err != nil {
-			return fail("open tunnel from bastion "+b.Host, err)
+			return fail(tunnelStep+b.Host, err)
 		}
 	} else {
 		d := net.Dialer{KeepAlive: p.cfg.KeepaliveInterval}

@@ -539,3 +539,31 @@ func TestHoldKeepsCommandUntilRelease(t *testing.T) {
 		t.Fatalf("want exit 73 with stderr, got %v", err)
 	}
 }
+
+// A node that is down behind a working bastion is unreachable (its removal
+// and the destroy can leave it out, as for a node reached directly); a
+// bastion that is down is not that node's fault, and is not.
+func TestUnreachableThroughBastion(t *testing.T) {
+	f := newFixture(t)
+	jump := newTestServer(t, f.client.PublicKey())
+	f.trust(t, jump)
+	je := jump.endpoint()
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadPort := dead.Addr().(*net.TCPAddr).Port
+	dead.Close() // nothing listens there now
+	p := f.pool(t, func(c *Config) { c.Bastion = &je; c.ConnectTimeout = 2 * time.Second })
+	_, err = p.Get(context.Background(), Endpoint{Host: "127.0.0.1", Port: deadPort, User: "ops"})
+	if err == nil || !Unreachable(err) {
+		t.Fatalf("a dead node behind a working bastion: Unreachable(%v) = false", err)
+	}
+	// The bastion itself down.
+	down := je
+	down.Port = deadPort
+	_, err = f.pool(t, func(c *Config) { c.Bastion = &down; c.ConnectTimeout = 2 * time.Second }).Get(context.Background(), f.srv.endpoint())
+	if err == nil || Unreachable(err) {
+		t.Fatalf("a dead bastion taken for an unreachable node: %v", err)
+	}
+}
