@@ -299,7 +299,8 @@ def main():
     demo = TF(a.cli, os.path.join(ROOT, "examples", "demo"), rc)
     log("P1: applying the demo (cluster + real vLLM)")
     # The demo's API key file on the head, as scripts/demo.sh writes it.
-    subprocess.run(["docker", "exec", "-i", head["container"], "sh", "-c", "umask 077; cat > /etc/vllm-api-key"],
+    subprocess.run(["docker", "exec", "-i", head["container"], "sh", "-c",
+                    'umask 077; cat > /etc/vllm-api-key && chown "$0" /etc/vllm-api-key', lab.f["ssh_user"]],
                    input=os.urandom(16).hex() + "\n", text=True, check=True)
     demo.apply()
     q = 'import ray; ray.init(address="auto", logging_level="ERROR"); ray.nodes(); ray.shutdown()'

@@ -21,7 +21,7 @@ key_file="$root/.lab/demo-api-key"
 # The API key lives on the head in a 0600 file; it never enters Terraform.
 [ -s "$key_file" ] || { umask 077; python3 -c 'import secrets; print(secrets.token_hex(16))' > "$key_file"; }
 # (Written through Docker: a fresh machine need not have an ssh client.)
-docker exec -i "$(field '["nodes"][0]["container"]')" sh -c 'umask 077; cat > /etc/vllm-api-key' < "$key_file"
+docker exec -i "$(field '["nodes"][0]["container"]')" sh -c 'umask 077; cat > /etc/vllm-api-key && chown "$0" /etc/vllm-api-key' "$(field '["ssh_user"]')" < "$key_file"
 
 cd examples/demo
 chat() {

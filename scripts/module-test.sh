@@ -33,7 +33,7 @@ export SPARK_SSH_USER=$(field ssh_user) SPARK_SSH_PRIVATE_KEY_FILE=$(field priva
 # The API key lives on the head in a 0600 file; it never enters Terraform.
 head_container=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["nodes"][0]["container"])' "$lab")
 python3 -c 'import secrets; print(secrets.token_hex(16))' |
-  docker exec -i "$head_container" sh -c 'umask 077; cat > /etc/vllm-api-key'
+  docker exec -i "$head_container" sh -c 'umask 077; cat > /etc/vllm-api-key && chown "$0" /etc/vllm-api-key' "$SPARK_SSH_USER"
 
 status=0
 for cli in ${CLIS:-terraform tofu}; do

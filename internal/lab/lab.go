@@ -25,11 +25,16 @@ const (
 	fabricSubnet    = "192.168.229.0/24"
 	firstHostOctet  = 11
 	containerPrefix = "spark-lab-node"
-	sshUser         = "root"
-	rayCommand      = "/opt/ray/bin/ray"
-	pythonCommand   = "/opt/ray/bin/python"
-	vllmCommand     = "/opt/ray/bin/vllm"
-	modelPath       = "/opt/ray/models/tiny-llama" // made at environment-build time (internal/lab/pyenv/make_model.py)
+	// The SSH users, ordinary ones as lab teams have: every test and the
+	// demo connect as sshUser; secondSSHUser is another user of the same
+	// nodes (the multi-user tests). Both are in the docker group, which the
+	// container runtime needs, and nothing else.
+	sshUser       = "ops"
+	secondSSHUser = "ops2"
+	rayCommand    = "/opt/ray/bin/ray"
+	pythonCommand = "/opt/ray/bin/python"
+	vllmCommand   = "/opt/ray/bin/vllm"
+	modelPath     = "/opt/ray/models/tiny-llama" // made at environment-build time (internal/lab/pyenv/make_model.py)
 )
 
 // Options configures Up.
@@ -103,6 +108,7 @@ func Up(ctx context.Context, o Options) (*File, error) {
 	}
 	f := &File{
 		SSHUser:        sshUser,
+		SecondSSHUser:  secondSSHUser,
 		PrivateKeyFile: keyFile,
 		KnownHostsFile: filepath.Join(dir, "known_hosts"),
 		ExternalSubnet: externalSubnet,
@@ -218,16 +224,33 @@ func ensureNode(ctx context.Context, n *Node, image, pyenv, authorizedKey string
 			return err
 		}
 	}
-	// Added, not replaced: several checkouts (a CI clone beside a working
-	// copy) may share the one lab, each with its own key.
-	if _, err := docker(ctx, strings.NewReader(authorizedKey), "exec", "-i", n.Container, "sh", "-c",
-		`install -d -m 0700 /root/.ssh && key=$(cat) && touch /root/.ssh/authorized_keys &&
-		 { grep -qxF "$key" /root/.ssh/authorized_keys || printf '%s\n' "$key" >> /root/.ssh/authorized_keys; } &&
-		 chmod 0600 /root/.ssh/authorized_keys`); err != nil {
+	// The ordinary users and root (for an operator exploring) get the key:
+	// added, not replaced, since several checkouts (a CI clone beside a
+	// working copy) may share the one lab, each with its own key.
+	if _, err := docker(ctx, strings.NewReader(authorizedKey), "exec", "-i", n.Container, "sh", "-c", authorizeScript,
+		"sh", sshUser, secondSSHUser); err != nil {
 		return err
 	}
 	return waitHostKey(ctx, n)
 }
+
+// authorizeScript makes the ordinary users ($@: home, login shell, the
+// docker group) and puts the key on stdin in their authorized_keys and
+// root's.
+const authorizeScript = `set -eu
+key=$(cat)
+for u in "$@"; do
+  id "$u" >/dev/null 2>&1 || useradd -m -s /bin/bash -G docker "$u"
+done
+for home in /root $(for u in "$@"; do getent passwd "$u" | cut -d: -f6; done); do
+  owner=$(stat -c %U "$home")
+  install -d -m 0700 -o "$owner" -g "$owner" "$home/.ssh"
+  f="$home/.ssh/authorized_keys"
+  touch "$f"
+  grep -qxF "$key" "$f" || printf '%s\n' "$key" >> "$f"
+  chown "$owner:$owner" "$f"
+  chmod 0600 "$f"
+done`
 
 // waitHostKey waits for the node's first-boot host key and sshd's port.
 func waitHostKey(ctx context.Context, n *Node) error {
@@ -410,6 +433,13 @@ func Down(ctx context.Context, log func(string, ...any)) error {
 // node itself, beside the provider's SSH view) and returns its stdout.
 func Exec(ctx context.Context, n Node, argv ...string) (string, error) {
 	return docker(ctx, nil, append([]string{"exec", n.Container}, argv...)...)
+}
+
+// ExecAs runs argv inside a lab node's container as user, with that
+// user's home: what the provider's SSH user has there (its Ray token, its
+// files).
+func ExecAs(ctx context.Context, n Node, user string, argv ...string) (string, error) {
+	return docker(ctx, nil, append([]string{"exec", "-u", user, "-w", "/", n.Container, "sh", "-c", `HOME=$(getent passwd "$(id -un)" | cut -d: -f6) exec "$@"`, "sh"}, argv...)...)
 }
 
 // Disconnect takes a node off one of the lab networks; Connect puts it back

@@ -16,7 +16,8 @@ import (
 
 // File is the contract between the lab and everything above it (.lab/lab.json).
 type File struct {
-	SSHUser        string `json:"ssh_user"`
+	SSHUser        string `json:"ssh_user"`        // an ordinary user, as lab teams connect
+	SecondSSHUser  string `json:"second_ssh_user"` // another ordinary user of the same nodes, with the same key
 	PrivateKeyFile string `json:"private_key_file"`
 	KnownHostsFile string `json:"known_hosts_file"`
 	ExternalSubnet string `json:"external_subnet"`

@@ -111,10 +111,13 @@ func (d *driver) ctrlC(n lab.Node, pattern string, settle time.Duration, cancel 
 
 // nothingRuns fails the test when pattern (pgrep -af, several allowed)
 // matches on any of the nodes.
+// nothingRuns looks on the nodes as the provider's SSH user (its private
+// directory is under its own uid; every process is visible to it).
 func nothingRuns(t *testing.T, what, script string, nodes ...lab.Node) {
 	t.Helper()
+	user := acctest.Lab(t).SSHUser
 	for _, n := range nodes {
-		out, err := lab.Exec(context.Background(), n, "sh", "-c", script+"; true")
+		out, err := lab.ExecAs(context.Background(), n, user, "sh", "-c", script+"; true")
 		if err != nil || strings.TrimSpace(out) != "" {
 			t.Errorf("after the interrupted create, %s still runs %s (%v):\n%s", n.Name, what, err, out)
 		}

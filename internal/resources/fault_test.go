@@ -104,13 +104,13 @@ func TestAccRayCluster_destroyWithUnreachableWorker(t *testing.T) {
 		}
 		// The token the provider wrote on the worker stayed: it could not
 		// be reached (the warning says so). The operator's hand, as told.
-		_, _ = lab.Exec(ctx, w, "sh", "-c", `rm -f "$HOME/.ray/auth_token" "$HOME/.ray/auth_token.terraform-provider-spark"`)
+		_, _ = lab.ExecAs(ctx, w, l.SSHUser, "sh", "-c", `rm -f "$HOME/.ray/auth_token" "$HOME/.ray/auth_token.terraform-provider-spark"`)
 	})
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
 		ProtoV6ProviderFactories: acctest.Factories,
 		CheckDestroy: func(s *terraform.State) error {
-			if err := rayGone(head); err != nil {
+			if err := rayGone(l, head); err != nil {
 				return err
 			}
 			// The worker's raylet gives up on the GCS after
@@ -153,11 +153,11 @@ func TestAccVLLMDeployment_secondLocalUserCannotPlantTheDirectory(t *testing.T) 
 	ctx := context.Background()
 	cluster := clusterConfig(l, "", nil)
 	canary := "canary-key-" + fmt.Sprint(time.Now().UnixNano())
-	d := deploy{hostIP: head.ExternalIP, keyLine: keySetup(t, head, canary)}
+	d := deploy{hostIP: head.ExternalIP, keyLine: keySetup(t, l, head, canary)}
 	planted := ""
 	plant := func() {
 		out, err := lab.Exec(ctx, head, "sh", "-c", `id intruder >/dev/null 2>&1 || useradd -M intruder
-d=/tmp/terraform-provider-spark-$(id -u); rm -rf "$d"; install -d -m 0777 -o intruder "$d" && echo "$d"`)
+d=/tmp/terraform-provider-spark-$(id -u "$1"); rm -rf "$d"; install -d -m 0777 -o intruder "$d" && echo "$d"`, "sh", l.SSHUser)
 		if err != nil {
 			t.Fatalf("plant the directory: %v %s", err, out)
 		}
@@ -177,7 +177,7 @@ d=/tmp/terraform-provider-spark-$(id -u); rm -rf "$d"; install -d -m 0777 -o int
 			{
 				PreConfig:   plant,
 				Config:      cluster + d.config(l),
-				ExpectError: regexp.MustCompile(`(?s)terraform-provider-spark-0\s+is\s+not\s+a\s+directory\s+owned\s+by\s+root.*intruder`),
+				ExpectError: regexp.MustCompile(`(?s)terraform-provider-spark-\d+\s+is\s+not\s+a\s+directory\s+owned\s+by\s+` + l.SSHUser + `.*intruder`),
 			},
 			{
 				// Nothing was written into the planted directory and nothing started;
@@ -268,13 +268,13 @@ func TestAccRayCluster_orphanOfAKilledCreateIsReplaced(t *testing.T) {
 	ctx := context.Background()
 	config := clusterConfig(l, "", map[string]string{w.Name: ""})
 	handStart := func() {
-		if out, err := lab.Exec(ctx, head, "sh", "-c", `"$1" start --head --port 6379 --disable-usage-stats >/dev/null 2>&1 && pgrep -x gcs_server`, "sh", head.RayCommand); err != nil {
+		if out, err := lab.ExecAs(ctx, head, l.SSHUser, "sh", "-c", `"$1" start --head --port 6379 --disable-usage-stats >/dev/null 2>&1 && pgrep -x gcs_server`, "sh", head.RayCommand); err != nil {
 			t.Fatalf("start Ray by hand on the head: %v %s", err, out)
 		}
 	}
 	marker := `/tmp/terraform-provider-spark-$(id -u)/ray-6379.starting`
 	t.Cleanup(func() {
-		_, _ = lab.Exec(ctx, head, "sh", "-c", `"$1" stop --force >/dev/null 2>&1; rm -f `+marker, "sh", head.RayCommand)
+		_, _ = lab.ExecAs(ctx, head, l.SSHUser, "sh", "-c", `"$1" stop --force >/dev/null 2>&1; rm -f `+marker, "sh", head.RayCommand)
 	})
 	r := newRefusals(t, l)
 	resource.Test(t, resource.TestCase{
@@ -289,7 +289,7 @@ func TestAccRayCluster_orphanOfAKilledCreateIsReplaced(t *testing.T) {
 		}), r.then(resource.TestStep{
 			// What a killed create leaves: its marker beside its Ray.
 			PreConfig: func() {
-				if out, err := lab.Exec(ctx, head, "sh", "-c", `d=/tmp/terraform-provider-spark-$(id -u); mkdir -p -m 700 "$d" &&
+				if out, err := lab.ExecAs(ctx, head, l.SSHUser, "sh", "-c", `d=/tmp/terraform-provider-spark-$(id -u); mkdir -p -m 700 "$d" &&
 					echo "terraform-provider-spark pid 4242 on killed-laptop since 2026-12-03T08:00:00Z" > "$d/ray-6379.starting"`); err != nil {
 					t.Fatalf("write the marker: %v %s", err, out)
 				}
@@ -301,7 +301,7 @@ func TestAccRayCluster_orphanOfAKilledCreateIsReplaced(t *testing.T) {
 			},
 			Check: func(*terraform.State) error {
 				// The finished create removed its marker.
-				out, err := lab.Exec(ctx, head, "sh", "-c", `ls `+marker+` 2>/dev/null; true`)
+				out, err := lab.ExecAs(ctx, head, l.SSHUser, "sh", "-c", `ls `+marker+` 2>/dev/null; true`)
 				if err != nil || strings.TrimSpace(out) != "" {
 					return fmt.Errorf("the start marker is still there after a finished create: %q %w", out, err)
 				}
@@ -319,7 +319,7 @@ func TestAccVLLMDeployment_portHeldRefusedAtPlan(t *testing.T) {
 	head := l.Nodes[0]
 	ctx := context.Background()
 	cluster := clusterConfig(l, "", nil)
-	d := deploy{hostIP: head.ExternalIP, keyLine: keySetup(t, head, "canary-key-"+fmt.Sprint(time.Now().UnixNano()))}
+	d := deploy{hostIP: head.ExternalIP, keyLine: keySetup(t, l, head, "canary-key-"+fmt.Sprint(time.Now().UnixNano()))}
 	stopSquatter := func() {
 		_, _ = lab.Exec(ctx, head, "sh", "-c", "pkill -f '[h]ttp.server 8000'; true")
 	}
@@ -430,7 +430,7 @@ func TestAccVLLMDeployment_unfinishedLaunchIsReplaced(t *testing.T) {
 	head := l.Nodes[0]
 	ctx := context.Background()
 	cluster := clusterConfig(l, "", nil)
-	d := deploy{hostIP: head.ExternalIP, keyLine: keySetup(t, head, "canary-key-"+fmt.Sprint(time.Now().UnixNano()))}
+	d := deploy{hostIP: head.ExternalIP, keyLine: keySetup(t, l, head, "canary-key-"+fmt.Sprint(time.Now().UnixNano()))}
 	orphan := ""
 	leave := func() {
 		// What Server.Launch does, by hand, the way a killed apply leaves it.
@@ -439,7 +439,7 @@ func TestAccVLLMDeployment_unfinishedLaunchIsReplaced(t *testing.T) {
 			ExtraArgs: []string{"--dtype", "float32", "--max-model-len", "256", "--enforce-eager"}})
 		script := `d=/tmp/terraform-provider-spark-$(id -u); mkdir -p -m 700 "$d/vllm-8000" && printf '%s' "$1" > "$d/vllm-8000/env" && shift &&
 exec sh -c "$0" sh "$d/vllm-8000" "" "terraform-provider-spark pid 4242 on killed-laptop since 2026-12-03T08:00:00Z" "$@"`
-		out, err := lab.Exec(ctx, head, append([]string{"sh", "-c", script, vllm.LaunchScript, env}, argv...)...)
+		out, err := lab.ExecAs(ctx, head, l.SSHUser, append([]string{"sh", "-c", script, vllm.LaunchScript, env}, argv...)...)
 		if err != nil {
 			t.Fatalf("leave an unfinished launch: %v %s", err, out)
 		}
@@ -475,7 +475,7 @@ exec sh -c "$0" sh "$d/vllm-8000" "" "terraform-provider-spark pid 4242 on kille
 					if id == orphan {
 						return fmt.Errorf("the unfinished launch's server %s was adopted, not replaced", orphan)
 					}
-					out, err := lab.Exec(ctx, head, "sh", "-c", vllm.StatusScript+`; ls /tmp/terraform-provider-spark-$(id -u)/vllm-8000/starting 2>/dev/null; true`, "sh", orphan)
+					out, err := lab.ExecAs(ctx, head, l.SSHUser, "sh", "-c", vllm.StatusScript+`; ls /tmp/terraform-provider-spark-$(id -u)/vllm-8000/starting 2>/dev/null; true`, "sh", orphan)
 					if err != nil || strings.TrimSpace(out) != "gone" {
 						return fmt.Errorf("after the apply, the unfinished launch's server or the start marker is still there: %q %w", out, err)
 					}
@@ -534,7 +534,10 @@ func TestAccRayCluster_fabricLinkDown(t *testing.T) {
 				},
 				Config:   config,
 				PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)node_ip is not an address of this node.*` + regexp.QuoteMeta(w.FabricIP) +
+				// The testing framework plans without a refresh first (the
+				// state still has the worker alive: the address is gone), then
+				// with one (Ray has marked it dead: node_ip is not on it).
+				ExpectError: regexp.MustCompile(`(?s)(node_ip is not an address of this node|The address Ray registered for a node is no longer on it).*` + regexp.QuoteMeta(w.FabricIP) +
 					`.*terraform\s+destroy\s+-refresh=false`),
 			},
 			{
@@ -584,7 +587,7 @@ func waitNodeDead(t *testing.T, l *lab.File, n lab.Node) {
 	ctx := context.Background()
 	head := l.Nodes[0]
 	for deadline := time.Now().Add(150 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
-		out, err := lab.Exec(ctx, head, "sh", "-c", ray.AuthEnv+`; exec "$0" -c "$1" "$2"`, head.PythonCommand, ray.NodesScript, head.FabricIP+":6379")
+		out, err := lab.ExecAs(ctx, head, l.SSHUser, "sh", "-c", ray.AuthEnv+`; exec "$0" -c "$1" "$2"`, head.PythonCommand, ray.NodesScript, head.FabricIP+":6379")
 		if err != nil {
 			continue
 		}

@@ -63,7 +63,7 @@ func clusterConfig(l *lab.File, headIP string, workers map[string]string, extra 
 func noRayLeft(l *lab.File) func(*terraform.State) error {
 	return func(*terraform.State) error {
 		for _, n := range l.Nodes {
-			if err := rayGone(n); err != nil {
+			if err := rayGone(l, n); err != nil {
 				return err
 			}
 		}
@@ -73,7 +73,7 @@ func noRayLeft(l *lab.File) func(*terraform.State) error {
 
 // rayGone checks a node after a destroy: no Ray daemon, and no auth token
 // the provider wrote (a secret: it goes with the cluster).
-func rayGone(n lab.Node) error {
+func rayGone(l *lab.File, n lab.Node) error {
 	out, err := acctest.NodeProcesses(n)
 	if err != nil {
 		return err
@@ -81,7 +81,7 @@ func rayGone(n lab.Node) error {
 	if out != "" {
 		return fmt.Errorf("Ray still running on %s after destroy:\n%s", n.Name, out)
 	}
-	tok, err := lab.Exec(context.Background(), n, "sh", "-c", `ls "$HOME/.ray/auth_token"* 2>/dev/null; true`)
+	tok, err := lab.ExecAs(context.Background(), n, l.SSHUser, "sh", "-c", `ls "$HOME/.ray/auth_token"* 2>/dev/null; true`)
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func TestAccRayCluster_fabricLifecycle(t *testing.T) {
 						if err != nil || strings.TrimSpace(out) != "RAY_AUTH_MODE=token\nVLLM_HOST_IP="+n.FabricIP {
 							return fmt.Errorf("raylet on %s has %q (%w), want RAY_AUTH_MODE=token and VLLM_HOST_IP=%s", n.Name, out, err, n.FabricIP)
 						}
-						tok, err := lab.Exec(context.Background(), n, "sh", "-c", `stat -c %a ~/.ray/auth_token && cat ~/.ray/auth_token`)
+						tok, err := lab.ExecAs(context.Background(), n, l.SSHUser, "sh", "-c", `stat -c %a ~/.ray/auth_token && cat ~/.ray/auth_token`)
 						lines := strings.Split(strings.TrimSpace(tok), "\n")
 						if err != nil || len(lines) != 2 || lines[0] != "600" || len(lines[1]) < 32 {
 							return fmt.Errorf("auth token on %s: %q %w", n.Name, tok, err)
@@ -426,44 +426,69 @@ printf '#!/opt/skew/bin/python\nprint("ray, version 2.0.0")\n' > /opt/skew/bin/r
 	})
 }
 
-// A second operation on a node fails fast, naming who holds the lock.
+// Two ordinary users of the same nodes: while the second one's operation
+// holds the node lock (the provider's own lock script, through its own SSH
+// connection, as its apply would), the first one's apply fails fast naming
+// the process and the user that hold it; once released, the first user
+// applies on the lock file the second one created (it used to get
+// "Permission denied" on another user's lock file).
 func TestAccRayCluster_lockRefusesConcurrentApply(t *testing.T) {
 	l := acctest.Lab(t)
 	head := l.Nodes[0]
-	pool, err := transport.NewPool(transport.Config{User: l.SSHUser, PrivateKeyFile: l.PrivateKeyFile, KnownHostsFile: l.KnownHostsFile})
+	pool, err := transport.NewPool(transport.Config{User: l.SecondSSHUser, PrivateKeyFile: l.PrivateKeyFile, KnownHostsFile: l.KnownHostsFile})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pool.Close()
 	var held *transport.Held
+	release := func() {
+		if held != nil {
+			held.Release()
+			held = nil
+		}
+	}
+	defer release()
+	config := clusterConfig(l, head.FabricIP, nil)
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
 		ProtoV6ProviderFactories: acctest.Factories,
 		CheckDestroy:             noRayLeft(l),
-		Steps: []resource.TestStep{{
-			PreConfig: func() {
-				c, err := pool.Get(context.Background(), transport.Endpoint{Host: head.SSHHost})
-				if err != nil {
-					t.Fatal(err)
-				}
-				// The provider's own lock script, held by another ordinary
-				// user of the node, as that user's apply would.
-				if out, err := lab.Exec(context.Background(), head, "sh", "-c", "id intruder >/dev/null 2>&1 || useradd -M intruder"); err != nil {
-					t.Fatalf("%v: %s", err, out)
-				}
-				held, err = c.Hold(context.Background(), transport.Cmd{Step: "hold lock", Argv: transport.Script(
-					`exec su -s /bin/sh intruder -c "$1" lock "$2"`, raycluster.LockScript, "other apply (acceptance test)")}, "locked")
-				if err != nil {
-					t.Fatal(err)
-				}
+		Steps: []resource.TestStep{
+			{
+				PreConfig: func() {
+					// The lock file is the second user's from the start.
+					if _, err := lab.Exec(context.Background(), head, "rm", "-f", "/tmp/terraform-provider-spark.lock"); err != nil {
+						t.Fatal(err)
+					}
+					c, err := pool.Get(context.Background(), transport.Endpoint{Host: head.SSHHost})
+					if err != nil {
+						t.Fatal(err)
+					}
+					held, err = c.Hold(context.Background(), transport.Cmd{Step: "hold lock",
+						Argv: transport.Script(raycluster.LockScript, "other apply (acceptance test)")}, "locked")
+					if err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: config,
+				ExpectError: regexp.MustCompile(`holds the lock on this node:\s+process\s+\d+\s+of\s+user\s+` + l.SecondSSHUser +
+					`\s+\(uid\s+\d+\),\s+which\s+says:\s+other\s+apply\s+\(acceptance\s+test\)`),
 			},
-			Config:      clusterConfig(l, head.FabricIP, nil),
-			ExpectError: regexp.MustCompile(`holds the lock on this node:\s+process\s+\d+\s+of\s+user\s+intruder\s+\(uid\s+\d+\),\s+which\s+says:\s+other\s+apply\s+\(acceptance\s+test\)`),
-		}},
+			{
+				PreConfig: func() {
+					release()
+					out, err := lab.Exec(context.Background(), head, "stat", "-c", "%U", "/tmp/terraform-provider-spark.lock")
+					if err != nil || strings.TrimSpace(out) != l.SecondSSHUser {
+						t.Fatalf("the lock file is not the second user's: %q %v", out, err)
+					}
+				},
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("head").AtMapKey("alive"), knownvalue.Bool(true)),
+				},
+			},
+		},
 	})
-	if held != nil {
-		held.Release()
-	}
 }
 
 // secret_env_wo reaches the Ray processes' environment on every node, and

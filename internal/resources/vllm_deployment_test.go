@@ -107,7 +107,7 @@ resource "spark_vllm_deployment" %q {
 
 // keySetup puts a canary API key where the deployment reads it and returns
 // the attribute line that passes it.
-func keySetup(t *testing.T, head lab.Node, canary string) string {
+func keySetup(t *testing.T, l *lab.File, head lab.Node, canary string) string {
 	t.Helper()
 	if openTofu() {
 		// As an operator would: from a sensitive variable, never a literal.
@@ -116,7 +116,9 @@ func keySetup(t *testing.T, head lab.Node, canary string) string {
 		return "api_key_wo = var.vllm_api_key\n  api_key_wo_version = 1\n" +
 			"  secret_env_wo = { SPARK_CANARY = var.vllm_api_key }\n  secret_env_wo_version = 1"
 	}
-	if _, err := lab.Exec(context.Background(), head, "sh", "-c", `umask 077; printf '%s\n' "$1" > /etc/vllm-api-key`, "sh", canary); err != nil {
+	// The SSH user's own 0600 file, as an operator keeps it.
+	if _, err := lab.Exec(context.Background(), head, "sh", "-c", `umask 077; printf '%s\n' "$1" > /etc/vllm-api-key && chown "$2" /etc/vllm-api-key`,
+		"sh", canary, l.SSHUser); err != nil {
 		t.Fatal(err)
 	}
 	return `api_key_file = "/etc/vllm-api-key"`
@@ -210,7 +212,7 @@ func TestAccVLLMDeployment_fieldReportLegacyExecutor(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "trace.log")
 	t.Setenv("TF_LOG", "trace")
 	t.Setenv("TF_LOG_PATH", logFile)
-	keyLine := keySetup(t, head, canary)
+	keyLine := keySetup(t, l, head, canary)
 	cluster := clusterConfig(l, "", map[string]string{w.Name: ""})
 	mistake := deploy{hostIP: head.FabricIP, env: legacyExecutor, keyLine: keyLine}
 	fixed := deploy{hostIP: head.ExternalIP, env: legacyExecutor, keyLine: keyLine}

@@ -25,6 +25,8 @@ cp -r /tmp/pyenv/plugin/. "$site/"
 
 # The tiny model, made here (nothing can be downloaded).
 HF_HUB_OFFLINE=1 /opt/ray/bin/python /tmp/pyenv/make_model.py /opt/ray/models/tiny-llama
+# Every SSH user of a node runs vLLM (safetensors writes 0600).
+chmod -R a+rX /opt/ray/models
 
 # Sanity: vLLM resolves the lab platform, whose Ray device key is GPU.
 VLLM_LOGGING_LEVEL=ERROR /opt/ray/bin/python -c '
