@@ -284,9 +284,9 @@ func (r *vllmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 		return
 	}
-	if state != nil {
-		found = withHint(found, destroyHint)
-	}
+	// On create paths too: a destroy of the rest of the configuration runs
+	// this plan in its refresh (a deployment not yet created still plans).
+	found = withHint(found, destroyHint)
 	if resp.Diagnostics.Append(found...); resp.Diagnostics.HasError() {
 		return
 	}
