@@ -139,8 +139,13 @@ mkdir -p -- "$private/vllm-$port" && chmod 700 -- "$private/vllm-$port" && echo 
 const LaunchScript = `dir=$1 keyfile=$2 holder=$3; shift 3
 auth='` + ray.AuthEnv + `' 
 mkdir -p "$dir" && chmod 700 "$dir" && cd "$dir" || exit 1
-if [ -f pid ] && st=$(sed 's/.*) //' "/proc/$(cat pid)/stat" 2>/dev/null) && [ "${st%% *}" != Z ]; then
-  echo "a vLLM server started by this provider is already running (pid $(cat pid))" >&2; exit 3
+` + runningScript + `
+if running pid; then
+  echo "a vLLM server started by this provider is already running (process $(cat pid))" >&2; exit 3
+fi
+# An empty key file would make vLLM serve without authentication.
+if [ -n "$keyfile" ] && [ -z "$(tr -d ' \t\r\n' < "$keyfile" 2>/dev/null)" ]; then
+  echo "api_key_file $keyfile is empty or unreadable: vLLM would serve without authentication. Put the key in it, or use api_key_wo" >&2; exit 4
 fi
 : > server.log
 printf '%s\n' "$holder" > starting
@@ -148,9 +153,20 @@ setsid sh -c 'set -a; . ./env; if [ -n "$1" ]; then VLLM_API_KEY=$(cat "$1") || 
 '"$auth"'
 shift; exec "$@"' sh "$keyfile" "$@" >> server.log 2>&1 < /dev/null &
 pid=$!
-echo "$pid" > pid
 start=$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f20)
+echo "$pid:$start" > pid
 echo "$pid:$start"`
+
+// runningScript defines running FILE: true when FILE names a live process
+// ("pid:start", the start time as /proc/<pid>/stat field 22 has it) that
+// is still that process, not a zombie and not a reused PID. A file of the
+// older form, a pid alone, is taken at its word.
+const runningScript = `running() {
+  id=$(cat "$1" 2>/dev/null) || return 1
+  p=${id%%:*} s=${id#*:}
+  st=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null) && [ "${st%% *}" != Z ] || return 1
+  [ "$s" = "$id" ] || [ "$(echo "$st" | cut -d' ' -f20)" = "$s" ]
+}`
 
 // StatusScript prints "alive" when the process with identity $1
 // ("pid:start") still runs, else "gone". A zombie (dead, not yet reaped by
@@ -186,6 +202,9 @@ if group; then
   group && { kill -KILL "-$pid" 2>/dev/null; sleep 1; }
 fi
 [ -n "$dir" ] && rm -f -- "$dir/env" "$dir/starting"
+# The pid file goes with the server it names (a reused PID must not look
+# like it later).
+[ -n "$dir" ] && [ "$(cat "$dir/pid" 2>/dev/null)" = "$1" ] && rm -f -- "$dir/pid"
 for i in 1 2 3 4 5 6 7 8 9 10; do
   [ -z "$(ss -Hltn "sport = :$port" 2>/dev/null)" ] && exit 0
   sleep 1
@@ -203,9 +222,10 @@ const UnfinishedScript = `private=$2
 ` + transport.PrivateDir + `owned || exit 0
 d=$private/vllm-$1
 [ -f "$d/starting" ] && [ -f "$d/pid" ] || exit 0
-pid=$(cat "$d/pid")
-st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) && [ "${st%% *}" != Z ] || exit 0
-echo "$pid:$(echo "$st" | cut -d' ' -f20)"
+` + runningScript + `
+running "$d/pid" || exit 0
+pid=${id%%:*}
+echo "$pid:$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f20)"
 cat "$d/starting"`
 
 // SettledScript removes the start marker of the deployment on port $1

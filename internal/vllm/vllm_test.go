@@ -193,6 +193,44 @@ func TestLaunchStatusStopScripts(t *testing.T) {
 	if strings.TrimSpace(string(o)) != "gone" {
 		t.Fatal("identity ignores the start time")
 	}
+	// The stop removed the pid file of the server it stopped.
+	if _, err := os.Stat(filepath.Join(dir, "pid")); !os.IsNotExist(err) {
+		t.Fatalf("stop left the pid file: %v", err)
+	}
+	// A pid file naming a live process by PID but another start time (the
+	// PID reused since) does not block a launch; it used to, forever.
+	reused := fmt.Sprintf("%d:1", os.Getpid())
+	if err := os.WriteFile(filepath.Join(dir, "pid"), []byte(reused+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command("/bin/sh", "-c", LaunchScript, "sh", dir, "", "test holder", "sleep", "30").Output()
+	if err != nil {
+		t.Fatalf("a launch was refused over a reused PID: %v", err)
+	}
+	_ = exec.Command("/bin/sh", "-c", StopScript, "sh", strings.TrimSpace(string(out)), "1", "2", dir).Run()
+}
+
+// An empty (or blank) api_key_file is refused before anything starts:
+// vLLM would serve without authentication.
+func TestLaunchRefusesAnEmptyKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "env"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(key, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", LaunchScript, "sh", dir, key, "test holder", "sleep", "30")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if err == nil || !strings.Contains(stderr.String(), "serve without authentication") {
+		t.Fatalf("an empty key file: err %v, stderr %q", err, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pid")); !os.IsNotExist(err) {
+		t.Fatal("something was started")
+	}
 }
 
 // A launch leaves its start marker until it answered or was stopped: found
