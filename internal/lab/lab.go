@@ -241,6 +241,9 @@ const authorizeScript = `set -eu
 key=$(cat)
 for u in "$@"; do
   id "$u" >/dev/null 2>&1 || useradd -m -s /bin/bash -G docker "$u"
+  # No password, but not locked: sshd (without PAM) refuses even a key to
+  # a locked account ("!"), which is how useradd leaves it.
+  usermod -p '*' "$u"
 done
 for home in /root $(for u in "$@"; do getent passwd "$u" | cut -d: -f6; done); do
   owner=$(stat -c %U "$home")
