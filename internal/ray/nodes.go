@@ -110,6 +110,9 @@ type PlacementGroup struct {
 
 // Table is Ray's registered node table as seen from the head.
 type Table struct {
+	// Gone: Ray cannot be running at all (the runtime's container is not
+	// running), which GCSGone takes as proof, like a refused connection.
+	Gone            bool
 	GCSUp           bool
 	GCSError        string
 	RayVersion      string
@@ -121,7 +124,14 @@ type Table struct {
 // head's own connection to its GCS port was refused (nothing listens
 // there). A timeout or any other error may pass, and proves nothing.
 func (t Table) GCSGone() bool {
-	return !t.GCSUp && strings.Contains(strings.ToLower(t.GCSError), "connection refused")
+	return t.Gone || !t.GCSUp && strings.Contains(strings.ToLower(t.GCSError), "connection refused")
+}
+
+// NotRunningLine is what the node-table read prints, instead of running
+// NodesScript, when the runtime's container is not running.
+func NotRunningLine(container string) string {
+	b, _ := json.Marshal(map[string]any{"gcs": "down", "gone": true, "error": "container " + container + " is not running"})
+	return "@@nodes " + string(b)
 }
 
 // ParseNodes reads NodesScript's output.
@@ -133,6 +143,7 @@ func ParseNodes(out string) (Table, error) {
 		}
 		var v struct {
 			GCS        string           `json:"gcs"`
+			Gone       bool             `json:"gone"`
 			Error      string           `json:"error"`
 			RayVersion string           `json:"ray_version"`
 			Nodes      []Node           `json:"nodes"`
@@ -141,7 +152,7 @@ func ParseNodes(out string) (Table, error) {
 		if err := json.Unmarshal([]byte(raw), &v); err != nil {
 			return Table{}, fmt.Errorf("parse Ray node table: %w", err)
 		}
-		return Table{GCSUp: v.GCS == "up", GCSError: v.Error, RayVersion: v.RayVersion, Nodes: v.Nodes, PlacementGroups: v.PGs}, nil
+		return Table{Gone: v.Gone, GCSUp: v.GCS == "up", GCSError: v.Error, RayVersion: v.RayVersion, Nodes: v.Nodes, PlacementGroups: v.PGs}, nil
 	}
 	return Table{}, fmt.Errorf("no Ray node table in the output: %q", tail(out))
 }

@@ -132,3 +132,15 @@ func FuzzParseNodes(f *testing.F) {
 		}
 	})
 }
+
+// The line printed when the runtime's container is not running parses to a
+// table whose GCS is gone for sure (the cluster is dropped, not an error).
+func TestNotRunningLineIsGone(t *testing.T) {
+	tbl, err := ParseNodes(NotRunningLine("ray-node") + "\n")
+	if err != nil || !tbl.GCSGone() || tbl.GCSUp || !strings.Contains(tbl.GCSError, "ray-node is not running") {
+		t.Fatalf("%+v %v", tbl, err)
+	}
+	if (Table{GCSError: "timed out"}).GCSGone() {
+		t.Fatal("a timeout proves nothing")
+	}
+}

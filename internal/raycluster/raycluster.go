@@ -550,10 +550,14 @@ func (m *Manager) Lock(ctx context.Context, holder string, endpoints ...transpor
 
 // Table reads Ray's node table through the head.
 func (m *Manager) Table(ctx context.Context, s Spec, gcsAddr string) (ray.Table, error) {
-	argv := s.Runtime.Wrap([]string{"sh", "-c", ray.AuthEnv + `
+	read := []string{"sh", "-c", ray.AuthEnv + `
 ray=$1; shift
 ` + ray.PythonOfRay + `
-exec "$py" -c "$@"`, "sh", s.Runtime.Ray(), ray.NodesScript, gcsAddr}, false)
+exec "$py" -c "$@"`, "sh", s.Runtime.Ray(), ray.NodesScript, gcsAddr}
+	argv := read
+	if c := s.Runtime.Container; c != nil {
+		argv = s.Runtime.WrapIfRunning(read, ray.NotRunningLine(c.Name))
+	}
 	res, err := m.run(ctx, s.Head.Endpoint, "read Ray node table", argv)
 	if err != nil {
 		return ray.Table{}, err

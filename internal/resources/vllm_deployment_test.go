@@ -492,7 +492,24 @@ func TestAccVLLMDeployment_containerRuntime(t *testing.T) {
 		}}, append(r.steps(resource.TestStep{
 			Config:      onHost,
 			ExpectError: regexp.MustCompile(`(?s)vllm serve would run outside the head's Ray.*on the host.*runtime\s+puts\s+Ray\s+in\s+container\s+ray-node`),
-		}), r.then(resource.TestStep{Config: good, PlanOnly: true}))...),
+		}), r.then(resource.TestStep{Config: good, PlanOnly: true}), resource.TestStep{
+			// The head's box reboots: its ray-node container stays exited
+			// (no restart policy). The plan says the cluster is gone and the
+			// server stopped (docker exec into the exited container used to
+			// fail every plan and destroy); the apply brings both back.
+			PreConfig: func() {
+				if err := lab.Restart(context.Background(), head); err != nil {
+					t.Fatal(err)
+				}
+			},
+			Config: good,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(clusterAddr, plancheck.ResourceActionCreate),
+			}, PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
+			},
+		})...),
 	})
 }
 

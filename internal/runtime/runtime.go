@@ -50,6 +50,20 @@ func (r Runtime) Wrap(argv []string, stdin bool) []string {
 	return append(append(out, r.Container.Name), argv...)
 }
 
+// WrapIfRunning is Wrap for a read that has nothing to read when the
+// runtime's container is not running (the node rebooted: a container
+// without a restart policy stays exited, and docker exec into it fails):
+// then the command prints instead, one line, and succeeds, so the caller
+// reads "not running" rather than an error.
+func (r Runtime) WrapIfRunning(argv []string, instead string) []string {
+	if r.Container == nil {
+		return argv
+	}
+	return append([]string{"sh", "-c", `name=$1 instead=$2; shift 2
+if [ "$(docker inspect -f '{{.State.Running}}' "$name" 2>/dev/null)" != true ]; then printf '%s\n' "$instead"; exit 0; fi
+exec docker exec "$name" "$@"`, "sh", r.Container.Name, instead}, argv...)
+}
+
 var containerName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
 
 // Validate checks container settings before anything runs.

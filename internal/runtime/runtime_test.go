@@ -153,3 +153,28 @@ func TestEnsureRefusesAContainerItDidNotCreate(t *testing.T) {
 		t.Fatalf("someone else's container: docker ran %q, err %v", got, err)
 	}
 }
+
+// A read in a container that is not running (absent, or exited after the
+// node rebooted) prints its stand-in and succeeds; in a running one it
+// runs there. On the host runtime the read runs as it is.
+func TestWrapIfRunning(t *testing.T) {
+	r := Runtime{Container: &Container{Image: "img:1", Name: "ray-node"}}
+	argv := r.WrapIfRunning([]string{"sh", "-c", "read table"}, `@@nodes {"gone": true}`)
+	for state, want := range map[string]struct{ stdout, docker string }{
+		"true":   {"", "exec ray-node sh -c read table"},
+		"false":  {`@@nodes {"gone": true}`, ""},
+		"absent": {`@@nodes {"gone": true}`, ""},
+	} {
+		bin, log := fakeDocker(t)
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "STATE="+state)
+		out, err := cmd.Output()
+		b, _ := os.ReadFile(log)
+		if err != nil || strings.TrimSpace(string(out)) != want.stdout || strings.TrimSpace(string(b)) != want.docker {
+			t.Errorf("container %s: printed %q, docker ran %q (%v); want %q and %q", state, out, b, err, want.stdout, want.docker)
+		}
+	}
+	if got := (Runtime{}).WrapIfRunning([]string{"true"}, "x"); len(got) != 1 || got[0] != "true" {
+		t.Errorf("host runtime: %q", got)
+	}
+}

@@ -21,8 +21,10 @@ type Server struct {
 	Port int
 	Host string // the address it listens on ("" or unspecified: every address)
 	// Wrap makes a command run where vLLM runs (the runtime's container);
-	// nil runs it on the host.
-	Wrap func(argv []string, stdin bool) []string
+	// nil runs it on the host. WrapIfRunning does the same for a read that
+	// prints its second argument when that container is not running.
+	Wrap          func(argv []string, stdin bool) []string
+	WrapIfRunning func(argv []string, instead string) []string
 }
 
 func (s Server) cmd(step string, argv []string, stdin []byte) transport.Cmd {
@@ -81,7 +83,14 @@ func (s Server) Alive(ctx context.Context, identity string) (bool, error) {
 	if identity == "" {
 		return false, nil
 	}
-	res, err := s.Conn.Run(ctx, s.cmd("check vLLM process", transport.Script(StatusScript, identity), nil))
+	argv := transport.Script(StatusScript, identity)
+	cmd := s.cmd("check vLLM process", argv, nil)
+	if s.WrapIfRunning != nil {
+		// The runtime's container not running (the head rebooted): no
+		// process of it runs, which is an answer, not an error.
+		cmd = transport.Cmd{Step: cmd.Step, Argv: s.WrapIfRunning(argv, "gone")}
+	}
+	res, err := s.Conn.Run(ctx, cmd)
 	if err != nil {
 		return false, err
 	}

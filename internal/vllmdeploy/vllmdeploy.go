@@ -95,7 +95,7 @@ func (m *Manager) server(ctx context.Context, s Spec) (vllm.Server, error) {
 	}
 	srv := vllm.Server{Conn: conn, Port: s.Port, Host: s.Host}
 	if s.Runtime.Container != nil {
-		srv.Wrap = s.Runtime.Wrap
+		srv.Wrap, srv.WrapIfRunning = s.Runtime.Wrap, s.Runtime.WrapIfRunning
 	}
 	return srv, nil
 }
