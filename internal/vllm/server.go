@@ -61,15 +61,34 @@ func (s Server) Launch(ctx context.Context, env map[string]string, keyFile, hold
 	return id, nil
 }
 
-// Unfinished returns the identity of a server whose launch never
-// finished (UnfinishedScript) and who launched it; "" when there is none.
-func (s Server) Unfinished(ctx context.Context) (identity, holder string, err error) {
+// Unfinished returns the identity of a server whose launch has not
+// answered yet (UnfinishedScript) and who launched it; "" when there is
+// none. Launching says its launch is still in progress (another apply holds
+// the launch lock); otherwise it was left by an apply that was killed.
+func (s Server) Unfinished(ctx context.Context) (identity, holder string, launching bool, err error) {
 	res, err := s.Conn.Run(ctx, s.cmd("read the vLLM start marker", transport.Script(UnfinishedScript, strconv.Itoa(s.Port), ""), nil))
 	if err != nil {
-		return "", "", err
+		return "", "", false, err
 	}
-	identity, holder, _ = strings.Cut(strings.TrimSpace(string(res.Stdout)), "\n")
-	return identity, holder, nil
+	lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
+	if len(lines) > 1 {
+		holder = lines[1]
+	}
+	return lines[0], holder, len(lines) > 2 && lines[2] == "launching", nil
+}
+
+// LockLaunch holds the deployment's launch lock until the returned
+// function is called: one launch at a time per SSH user, head and port.
+func (s Server) LockLaunch(ctx context.Context) (func(), error) {
+	dir, err := s.Dir(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.Conn.Hold(ctx, s.cmd("hold the vLLM launch lock", transport.Script(LaunchLockScript, dir), []byte{}), "locked")
+	if err != nil {
+		return nil, err
+	}
+	return h.Release, nil
 }
 
 // Settled removes the start marker: the launch answered.

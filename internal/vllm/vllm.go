@@ -226,7 +226,19 @@ d=$private/vllm-$1
 running "$d/pid" || exit 0
 pid=${id%%:*}
 echo "$pid:$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f20)"
-cat "$d/starting"`
+head -n 1 "$d/starting"
+# A launch in progress holds its lock while the model loads: then this is
+# another apply's server, not one a killed apply left.
+if [ -e "$d/launch.lock" ] && ! flock -n "$d/launch.lock" true 2>/dev/null; then echo launching; fi`
+
+// LaunchLockScript holds the launch lock of the deployment directory $1
+// (made by DirScript) until stdin closes: for as long as one apply
+// launches and waits for its server, another finds the lock held
+// (UnfinishedScript) and is refused instead of stopping that server.
+const LaunchLockScript = `exec 9>>"$1/launch.lock" || exit 1
+if ! flock -n 9; then echo "another apply is launching vllm serve here (it holds $1/launch.lock)" >&2; exit 75; fi
+echo locked
+cat >/dev/null`
 
 // SettledScript removes the start marker of the deployment on port $1
 // once its launch answered; $2 as in UnfinishedScript.

@@ -1,6 +1,7 @@
 package vllm
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -475,5 +476,57 @@ func TestParseParallel(t *testing.T) {
 		if _, err := ParseParallel(bad); err == nil || !strings.Contains(err.Error(), bad[0]) {
 			t.Errorf("ParseParallel(%q): err = %v, want one naming %s", bad, err, bad[0])
 		}
+	}
+}
+
+// While a launch holds its lock, its unanswered server is another apply's
+// launch in progress ("launching"), not one a killed apply left; once the
+// lock is released, it is.
+func TestUnfinishedLaunchWhileLocked(t *testing.T) {
+	if _, err := exec.LookPath("flock"); err != nil {
+		t.Skip("flock not on this machine")
+	}
+	private := filepath.Join(t.TempDir(), "tps")
+	dir := filepath.Join(private, "vllm-8000")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	hold := exec.Command("/bin/sh", "-c", LaunchLockScript, "sh", dir)
+	stdin, _ := hold.StdinPipe()
+	stdout, _ := hold.StdoutPipe()
+	if err := hold.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if strings.TrimSpace(line) != "locked" {
+		t.Fatalf("lock: %q", line)
+	}
+	// A second launch cannot take it.
+	if out, err := exec.Command("/bin/sh", "-c", LaunchLockScript, "sh", dir).CombinedOutput(); err == nil || !strings.Contains(string(out), "another apply is launching") {
+		t.Fatalf("a second launch lock: %v %s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "env"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("/bin/sh", "-c", LaunchScript, "sh", dir, "", "apply A", "sleep", "30").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(string(out))
+	t.Cleanup(func() { _ = exec.Command("/bin/sh", "-c", StopScript, "sh", id, "1", "1", dir).Run() })
+	unfinished := func() string {
+		out, err := exec.Command("/bin/sh", "-c", UnfinishedScript, "sh", "8000", private).CombinedOutput()
+		if err != nil {
+			t.Fatalf("unfinished: %v %s", err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if got := unfinished(); got != id+"\napply A\nlaunching" {
+		t.Fatalf("while locked: %q", got)
+	}
+	stdin.Close()
+	_ = hold.Wait()
+	if got := unfinished(); got != id+"\napply A" {
+		t.Fatalf("after the lock was released: %q", got)
 	}
 }

@@ -161,11 +161,20 @@ func (m *Manager) check(ctx context.Context, s Spec, own float64, ownPort bool) 
 		// A server whose launch never finished holds (or will soon hold)
 		// the port: this provider's own, which the apply replaces.
 		var holder string
+		var launching bool
 		srv, err := m.server(ctx, s)
 		if err == nil {
-			left.identity, holder, left.err = srv.Unfinished(ctx)
+			left.identity, holder, launching, left.err = srv.Unfinished(ctx)
 		} else {
 			left.err = err
+		}
+		if left.err == nil && launching {
+			// Another apply (this SSH user, another state or workspace) is
+			// launching on this head and port right now: its server is
+			// loading, and stopping it would throw that load away.
+			return none, []preflight.Diagnostic{{Attr: []string{"port"}, Summary: "Another apply is launching vllm serve on this port",
+				Detail: fmt.Sprintf("vllm serve (process %s) is being launched on port %d of %s by %s, which holds the launch lock while "+
+					"the model loads. Wait for that apply to finish, or give this deployment another port.", left.identity, s.Port, s.Head.Host, holder)}}, leftover{}
 		}
 		if left.err == nil && left.identity != "" {
 			// Its placement group holds GPUs the apply frees by stopping
@@ -341,6 +350,13 @@ func (m *Manager) Launch(ctx context.Context, s Spec, sec Secrets, own float64) 
 	}
 	argv := vllm.ServeArgv(vllm.ServeOptions{Command: s.VLLMCommand, Model: s.Model, ServedName: s.Served(),
 		TP: s.TP, PP: s.PP, Host: s.Host, Port: s.Port, ExtraArgs: s.ExtraArgs})
+	// One launch at a time on this head and port, until it answered or was
+	// stopped: another apply finds the lock held and is refused.
+	unlock, err := srv.LockLaunch(ctx)
+	if err != nil {
+		return Launched{}, failed([]string{"port"}, "Cannot take the vLLM launch lock", err)
+	}
+	defer unlock()
 	// What an unfinished launch left goes first (check said so).
 	if left.err != nil {
 		return Launched{}, failed(nil, "Cannot read the vLLM start marker", left.err)
