@@ -12,7 +12,7 @@ import (
 // live cluster: Ray registered the head's external address. host_ip is the
 // registered address, so the plan is clean until a case breaks one thing.
 func fieldReportDeployment() Deployment {
-	f := spark("10.1.230.180", "192.168.200.12", "2.52.1", "3.12.3")
+	f := spark("10.1.230.180", "192.168.200.12")
 	f.VLLMVersion = "0.32.0+cpu"
 	return Deployment{HeadFacts: f, HeadName: "head", SSHHost: "10.1.230.180", HeadIP: "10.1.230.180", HostIP: "10.1.230.180",
 		Env: map[string]string{}, Table: fieldReportTable(), Sizes: Sizes{TP: 1, PP: 1},
@@ -191,7 +191,7 @@ func TestCheckDeploymentConcludesPlacement(t *testing.T) {
 // acrossNodes makes the deployment tensor parallel 2 over the head and one
 // worker, both planned in this run, with the same model on both.
 func acrossNodes(d *Deployment) {
-	w := spark("10.1.230.181", "192.168.200.13", "2.52.1", "3.12.3")
+	w := spark("10.1.230.181", "192.168.200.13")
 	w.VLLMVersion = d.HeadFacts.VLLMVersion
 	d.Sizes.TP = 2
 	d.ClusterInRun = true

@@ -11,24 +11,24 @@ import (
 
 // spark builds the facts of a multi-homed box: external on enP7s7 (default
 // route), fabric on enp1s0f1np1.
-func spark(external, fabric, ray, python string) nodefacts.Facts {
+func spark(external, fabric string) nodefacts.Facts {
 	return nodefacts.Facts{
 		Interfaces: []nodefacts.Interface{
 			{Name: "enP7s7", Up: true, Addresses: []netip.Prefix{netip.MustParsePrefix(external + "/16")}},
 			{Name: "enp1s0f1np1", Up: true, Addresses: []netip.Prefix{netip.MustParsePrefix(fabric + "/24")}},
 			{Name: "lo", Up: true, Addresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/8")}},
 		},
-		DefaultRouteIP: external, RayVersion: ray, PythonVersion: python,
+		DefaultRouteIP: external, RayVersion: "2.52.1", PythonVersion: "3.12.3",
 	}
 }
 
 func head(nodeIP string) Node {
 	return Node{Name: "head", Path: []string{"head"}, SSHHost: "10.1.230.180", NodeIP: nodeIP,
-		Facts: spark("10.1.230.180", "192.168.200.12", "2.52.1", "3.12.3")}
+		Facts: spark("10.1.230.180", "192.168.200.12")}
 }
 
 func worker(route *nodefacts.Route) Node {
-	f := spark("10.1.230.181", "192.168.200.13", "2.52.1", "3.12.3")
+	f := spark("10.1.230.181", "192.168.200.13")
 	f.RouteTo = route
 	return Node{Name: "spark2", Path: []string{"workers", "[spark2]"}, SSHHost: "10.1.230.181", Facts: f}
 }

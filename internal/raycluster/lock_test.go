@@ -14,7 +14,7 @@ import (
 // startLock runs lockScript on this machine as a node would, with TMPDIR
 // pointing at dir, and waits until it holds the lock (or failed). The
 // returned function releases it (closes its stdin).
-func startLock(t *testing.T, dir, holder string) (*exec.Cmd, func(), string) {
+func startLock(t *testing.T, dir, holder string) (func(), string) {
 	t.Helper()
 	cmd := exec.Command("/bin/sh", "-c", LockScript, "sh", holder)
 	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
@@ -33,9 +33,9 @@ func startLock(t *testing.T, dir, holder string) (*exec.Cmd, func(), string) {
 	}
 	if strings.TrimSpace(line) != "locked" {
 		release()
-		return cmd, func() {}, stderr.String()
+		return func() {}, stderr.String()
 	}
-	return cmd, release, ""
+	return release, ""
 }
 
 // The second operation is refused naming the process that really holds
@@ -47,7 +47,7 @@ func TestLockScriptNamesTheRealHolder(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	first, release, msg := startLock(t, dir, "apply A (test)")
+	release, msg := startLock(t, dir, "apply A (test)")
 	if msg != "" {
 		t.Fatalf("first lock: %s", msg)
 	}
@@ -55,7 +55,7 @@ func TestLockScriptNamesTheRealHolder(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "terraform-provider-spark.lock.holder.65534"), []byte("pid 1 1\nforged\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, _, msg = startLock(t, dir, "apply B (test)")
+	_, msg = startLock(t, dir, "apply B (test)")
 	if strings.Contains(msg, "forged") {
 		t.Errorf("a note the kernel does not confirm was shown: %q", msg)
 	}
@@ -65,13 +65,12 @@ func TestLockScriptNamesTheRealHolder(t *testing.T) {
 			t.Errorf("refusal %q does not say %q", msg, want)
 		}
 	}
-	_ = first
 	release()
 	if _, err := os.Stat(filepath.Join(dir, "terraform-provider-spark.lock.holder."+me.Uid)); !os.IsNotExist(err) {
 		t.Errorf("the holder note outlives the lock: %v", err)
 	}
 	// Released: the next one takes it.
-	_, release, msg = startLock(t, dir, "apply B (test)")
+	release, msg = startLock(t, dir, "apply B (test)")
 	if msg != "" {
 		t.Fatalf("after release: %s", msg)
 	}
@@ -97,7 +96,7 @@ func TestLockScriptUsesAnotherUsersLockFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A note planted under this user's name by someone else is not trusted.
-	_, release, msg := startLock(t, dir, "apply A (test)")
+	release, msg := startLock(t, dir, "apply A (test)")
 	if msg != "" {
 		t.Fatalf("lock file of another user: %s", msg)
 	}

@@ -48,7 +48,7 @@ func justImported(ctx context.Context, p privateState) bool {
 // replaceUnlessImported: a change replaces what runs, except null in the
 // state of a resource imported and not yet applied.
 func replaceUnlessImported(ctx context.Context, stateNull bool, private privateState) bool {
-	return !(stateNull && justImported(ctx, private))
+	return !stateNull || !justImported(ctx, private)
 }
 
 func replaceObjectUnlessImported(ctx context.Context, req planmodifier.ObjectRequest, resp *objectplanmodifier.RequiresReplaceIfFuncResponse) {

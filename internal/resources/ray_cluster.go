@@ -126,7 +126,7 @@ func (r *rayClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 	}
 	if startsNothing && (found.HasError() || now.HasError()) {
 		resp.Diagnostics.Append(keptRunning(found)...)
-		if resp.Diagnostics.Append(withHint(now, destroyHint)...); now.HasError() {
+		if resp.Diagnostics.Append(withDestroyHint(now)...); now.HasError() {
 			return
 		}
 		keepFromState(&plan, state)
@@ -136,7 +136,7 @@ func (r *rayClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 	found.Append(now...)
 	// On create paths too: a destroy of the rest of the configuration runs
 	// this plan in its refresh (a deployment not yet created still plans).
-	found = withHint(found, destroyHint)
+	found = withDestroyHint(found)
 	if resp.Diagnostics.Append(found...); resp.Diagnostics.HasError() {
 		return
 	}

@@ -271,7 +271,7 @@ func TestAccRayCluster_fabricLifecycle(t *testing.T) {
 					for _, n := range l.Nodes {
 						out, err := lab.Exec(context.Background(), n, "sh", "-c", `tr '\0' '\n' < /proc/$(pgrep -xo raylet)/environ | grep '^SPARK_ACC_ENV='`)
 						if err != nil || strings.TrimSpace(out) != "SPARK_ACC_ENV=v1" {
-							return fmt.Errorf("raylet on %s lacks the env added to the cluster: %q %v", n.Name, out, err)
+							return fmt.Errorf("raylet on %s lacks the env added to the cluster: %q %w", n.Name, out, err)
 						}
 					}
 					return nil

@@ -286,7 +286,7 @@ func (r *vllmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 	}
 	// On create paths too: a destroy of the rest of the configuration runs
 	// this plan in its refresh (a deployment not yet created still plans).
-	found = withHint(found, destroyHint)
+	found = withDestroyHint(found)
 	if resp.Diagnostics.Append(found...); resp.Diagnostics.HasError() {
 		return
 	}

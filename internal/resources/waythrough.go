@@ -47,9 +47,10 @@ const destroyHint = "\n\nDestroying? This check runs in the refresh before a des
 const goneHint = "\n\nIf the node is gone for good, `terraform state rm <address>` forgets this resource " +
 	"without touching any node (Ray on the nodes that remain stops when its head does)."
 
-// withHint returns diags with hint appended to every error's detail.
-func withHint(diags diag.Diagnostics, hint string) diag.Diagnostics {
-	return rewriteErrors(diags, diag.SeverityError, func(detail string) string { return detail + hint })
+// withDestroyHint returns diags with destroyHint appended to every
+// error's detail.
+func withDestroyHint(diags diag.Diagnostics) diag.Diagnostics {
+	return rewriteErrors(diags, diag.SeverityError, func(detail string) string { return detail + destroyHint })
 }
 
 // keptRunning turns the errors of checks that guard a start into warnings,

@@ -17,7 +17,7 @@ func sample() diag.Diagnostics {
 }
 
 func TestWithHintEndsEveryErrorWithTheWayOut(t *testing.T) {
-	got := withHint(sample(), destroyHint)
+	got := withDestroyHint(sample())
 	if len(got) != 3 || got.ErrorsCount() != 2 || got.WarningsCount() != 1 {
 		t.Fatalf("severities changed: %v", got)
 	}
