@@ -55,9 +55,17 @@ class Lab:
                     "-i", self.f["private_key_file"], f"{self.f['ssh_user']}@{node['ssh_host']}", script], timeout=timeout)
 
 
+def commands(lab, row):
+    """Ray, vLLM and the model of the row's release: the lab's first
+    environment, or with "second" its second (vLLM 0.11.0)."""
+    e = lab.f["second_vllm"] if row.get("second") else lab.head
+    return e["ray_command"], e["vllm_command"], e["model_path"], e.get("vllm_version") or lab.f["vllm_version"]
+
+
 def config(lab, row):
     """The cluster and the deployment of a row, as an operator writes them."""
     h, w = lab.head, lab.worker
+    ray_cmd, vllm_cmd, model, _ = commands(lab, row)
     f = lab.f
     node_ip = lambda n: f'\n    node_ip  = "{n["fabric_ip"]}"' if row.get("fabric") else ""
     env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", **row.get("env", {})}
@@ -82,19 +90,19 @@ resource "spark_ray_cluster" "lab" {{
       num_gpus = 1{node_ip(w)}
     }}
   }}
-  runtime   = {{ host = {{ ray_command = "{h['ray_command']}" }} }}
+  runtime   = {{ host = {{ ray_command = "{ray_cmd}" }} }}
   auth_mode = "disabled"
 }}
 resource "spark_vllm_deployment" "tiny" {{
   head                 = {{ ssh_host = spark_ray_cluster.lab.head.ssh_host }}
   runtime              = spark_ray_cluster.lab.runtime
   ray_address          = spark_ray_cluster.lab.head_address
-  model                = "{row.get('model', h['model_path'])}"
+  model                = "{row.get('model', model)}"
   served_model_name    = "tiny"
   tensor_parallel_size = {row.get('tp', 1)}
   port                 = {PORT}
   host_ip              = {host_ip}
-  vllm_command         = "{h['vllm_command']}"
+  vllm_command         = "{vllm_cmd}"
   env                  = {{ {", ".join(f'{k} = "{v}"' for k, v in sorted(env.items()))} }}
   extra_args           = [{", ".join(json.dumps(a) for a in extra)}]
 }}
@@ -117,7 +125,8 @@ def serve_by_hand(lab, row, head_ip):
     env = {"RAY_ADDRESS": f"{head_ip}:6379", "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", **row.get("env", {})}
     if row.get("host_ip"):
         env["VLLM_HOST_IP"] = row["host_ip"](lab)
-    argv = [h["vllm_command"], "serve", row.get("model", h["model_path"]), "--served-model-name", "tiny",
+    _, vllm_cmd, model, _ = commands(lab, row)
+    argv = [vllm_cmd, "serve", row.get("model", model), "--served-model-name", "tiny",
             "--tensor-parallel-size", str(row.get("tp", 1)), "--distributed-executor-backend", "ray",
             "--host", "127.0.0.1", "--port", str(PORT),
             "--dtype", "float32", "--max-model-len", "256", "--enforce-eager", *row.get("args", [])]
@@ -155,6 +164,10 @@ def agrees(verdict, outcome):
 
 # Each row: what it sets, what it does to the nodes first (and undoes).
 ROWS = [
+    {"name": "0.11-field-report", "what": "vLLM 0.11.0 (pins by default), VLLM_HOST_IP = head's fabric, Ray registered external, TP=2: the field report unmodified",
+     "second": True, "host_ip": lambda l: l.head["fabric_ip"], "tp": 2, "bound": 60},
+    {"name": "0.11-registered", "what": "vLLM 0.11.0, VLLM_HOST_IP = what Ray registered, TP=2",
+     "second": True, "host_ip": lambda l: l.head["external_ip"], "tp": 2},
     {"name": "legacy-fabric-hostip", "what": "legacy executor, VLLM_HOST_IP = head's fabric, Ray registered external (the field report)",
      "env": {"VLLM_USE_RAY_V2_EXECUTOR_BACKEND": "0"}, "host_ip": lambda l: l.head["fabric_ip"], "bound": 60},
     {"name": "v2-fabric-hostip", "what": "default executor (RayExecutorV2), the same mismatch, TP=2",
@@ -219,9 +232,9 @@ def main():
         results.append((row, verdict, outcome, ok))
         log(f"{row['name']}: {verdict} / {outcome} / {'agree' if ok else 'DISAGREE'}")
     print(f"\nmake reality: vLLM {lab.f['vllm_version']}, Ray {lab.f['ray_version']}, {len(lab.f['nodes'])}-node lab, as {lab.f['ssh_user']}")
-    print(f"| row | configuration | plan | real vLLM, started by hand | agree |\n|---|---|---|---|---|")
+    print(f"| row | vLLM | configuration | plan | real vLLM, started by hand | agree |\n|---|---|---|---|---|---|")
     for row, verdict, outcome, ok in results:
-        print(f"| {row['name']} | {row['what']} | {verdict} | {outcome} | {'yes' if ok else '**NO**'} |")
+        print(f"| {row['name']} | {commands(lab, row)[3]} | {row['what']} | {verdict} | {outcome} | {'yes' if ok else '**NO**'} |")
     bad = [r[0]["name"] for r in results if not r[3]]
     print(f"\n{len(results) - len(bad)} passed, {len(bad)} failed")
     return 1 if bad else 0

