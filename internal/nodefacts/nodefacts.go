@@ -279,7 +279,8 @@ func listeners(raw string) []string {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		name := "unknown process"
+		// ss names only the SSH user's own processes (root sees all).
+		name := "a process of another user"
 		if i := strings.Index(line, `(("`); i >= 0 {
 			if j := strings.Index(line[i+3:], `"`); j >= 0 {
 				name = line[i+3 : i+3+j]

@@ -44,6 +44,9 @@ type Deployment struct {
 	// an offline Hugging Face snapshot.
 	Model    string
 	Listings map[string]Listing
+	// Restart: this deployment had a server of its own, stopped before the
+	// launch (see HeadGPUForDriver).
+	Restart bool
 }
 
 // Concluded is what the deployment's plan concluded.
@@ -105,7 +108,9 @@ func CheckDeployment(d Deployment) (Concluded, []Diagnostic) {
 	found = append(found, PlacementIdentity(p)...)
 	found = append(found, DataParallelMaster(p)...)
 	found = append(found, ParallelFits(p, d.Planned, d.OwnGPUs)...)
-	found = append(found, HeadGPUForDriver(p, d.Planned, d.OwnGPUs)...)
+	if !d.Restart {
+		found = append(found, HeadGPUForDriver(p, d.OwnGPUs)...)
+	}
 	if !d.PortIsOwn {
 		found = append(found, ServePortFree(d.SSHHost, d.Port, d.HeadFacts.Listeners)...)
 	}

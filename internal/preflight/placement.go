@@ -234,9 +234,9 @@ func ParallelFits(p Placement, planned *PlannedGPUs, own float64) []Diagnostic {
 // GPU on the node vllm serve runs on, or it stops: "Current node has no GPU
 // available" (vllm/v1/executor/ray_utils.py L629-635, 0.32.0: Ray's
 // available_resources_per_node, so GPUs other placement groups hold there
-// do not count). Checked on the live table; a restart of this deployment
-// frees its own, so it is not checked then.
-func HeadGPUForDriver(p Placement, planned *PlannedGPUs, own float64) []Diagnostic {
+// do not count). Checked on the live table, for a first launch only: a
+// restart of a deployment frees what its own server held (CheckDeployment).
+func HeadGPUForDriver(p Placement, own float64) []Diagnostic {
 	e := p.Executor
 	if e.Name != ExecutorLegacy || !e.Pinned || p.Table == nil || own > 0 {
 		return nil

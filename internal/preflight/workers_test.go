@@ -122,6 +122,11 @@ func TestCheckDeploymentAcceptsWhatServes(t *testing.T) {
 			d.Env[ExecutorEnv] = "0"
 			d.Table.PlacementGroups = []ray.PlacementGroup{{ID: "pg", State: "CREATED", GPUs: 1, GPUsOn: map[string]float64{"b": 1}}}
 		}},
+		{"a restart of this deployment while its own group still holds the head's GPU", func(d *Deployment) {
+			d.Env[ExecutorEnv] = "0"
+			d.Restart = true
+			d.Table.PlacementGroups = []ray.PlacementGroup{{ID: "pg", State: "CREATED", GPUs: 1, GPUsOn: map[string]float64{"a": 1}}}
+		}},
 		{"a Ray that is down while the cluster is planned in this run", func(d *Deployment) {
 			d.Table, d.RayDown, d.ClusterInRun = nil, true, true
 		}},

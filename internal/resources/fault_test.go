@@ -331,7 +331,9 @@ func TestAccVLLMDeployment_portHeldRefusedAtPlan(t *testing.T) {
 		CheckDestroy:             noVLLMLeft(l),
 		Steps: append(append([]resource.TestStep{{Config: cluster}}, r.steps(resource.TestStep{
 			PreConfig: func() {
-				out, err := lab.Exec(ctx, head, "sh", "-c", `setsid python3 -m http.server 8000 >/dev/null 2>&1 </dev/null &
+				// Another program of the same SSH user (another user's would
+				// show in ss without its name: "a process this user cannot see").
+				out, err := lab.ExecAs(ctx, head, l.SSHUser, "sh", "-c", `setsid python3 -m http.server 8000 >/dev/null 2>&1 </dev/null &
 for i in $(seq 50); do ss -Hltn 'sport = :8000' | grep -q . && exit 0; sleep 0.2; done; echo "not listening" >&2; exit 1`)
 				if err != nil {
 					t.Fatalf("hold port 8000 on the head: %v %s", err, out)

@@ -198,11 +198,12 @@ func (m *vllmModel) spec(ctx context.Context) (vllmdeploy.Spec, diag.Diagnostics
 }
 
 // check runs vllmdeploy.Check and turns its findings into diagnostics.
-func (r *vllmResource) check(ctx context.Context, m *vllmModel, own float64, ownPort bool, diags *diag.Diagnostics) preflight.Concluded {
+func (r *vllmResource) check(ctx context.Context, m *vllmModel, own float64, ownPort, restart bool, diags *diag.Diagnostics) preflight.Concluded {
 	spec, d := m.spec(ctx)
 	if diags.Append(d...); diags.HasError() {
 		return preflight.Concluded{}
 	}
+	spec.Restart = restart
 	concluded, found := r.dep.Check(ctx, spec, own, ownPort)
 	addPreflight(diags, found)
 	return concluded
@@ -272,7 +273,7 @@ func (r *vllmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 		return
 	}
 	var found diag.Diagnostics
-	concluded := r.check(ctx, &plan, ownGPUs(state), ownGPUs(state) > 0 && state.Port.Equal(plan.Port), &found)
+	concluded := r.check(ctx, &plan, ownGPUs(state), ownGPUs(state) > 0 && state.Port.Equal(plan.Port), state != nil, &found)
 	if found.HasError() && state != nil && !needsRestart(state, &plan) && state.Status.ValueString() == statusServing {
 		// The placement rules guard a launch, and this plan launches
 		// nothing: the server keeps serving, the finding is a warning, and
@@ -380,11 +381,12 @@ func needsRestart(old, n *vllmModel) bool {
 
 // launch starts the server through vllmdeploy.Launch (which leaves nothing
 // running when it fails) and fills in what a create or update writes.
-func (r *vllmResource) launch(ctx context.Context, m *vllmModel, own float64, sec secrets, diags *diag.Diagnostics) {
+func (r *vllmResource) launch(ctx context.Context, m *vllmModel, own float64, restart bool, sec secrets, diags *diag.Diagnostics) {
 	spec, d := m.spec(ctx)
 	if diags.Append(d...); diags.HasError() {
 		return
 	}
+	spec.Restart = restart
 	launched, found := r.dep.Launch(ctx, spec, vllmdeploy.Secrets{APIKey: sec.apiKey, Env: sec.env}, own)
 	if addPreflight(diags, found); diags.HasError() {
 		return
@@ -428,7 +430,7 @@ func (r *vllmResource) Create(ctx context.Context, req resource.CreateRequest, r
 	resp.Diagnostics.Append(diags...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	r.launch(ctx, &m, 0, r.secrets(ctx, req.Config, &resp.Diagnostics), &resp.Diagnostics)
+	r.launch(ctx, &m, 0, false, r.secrets(ctx, req.Config, &resp.Diagnostics), &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -459,7 +461,7 @@ func (r *vllmResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 		// an import reads back what a create writes. Findings are the next
 		// plan's business.
 		var ignored diag.Diagnostics
-		if c := r.check(ctx, &m, float64(m.TP.ValueInt64()*m.PP.ValueInt64()), true, &ignored); c.Executor.Name != "" {
+		if c := r.check(ctx, &m, float64(m.TP.ValueInt64()*m.PP.ValueInt64()), true, true, &ignored); c.Executor.Name != "" {
 			setConcluded(c, &m)
 		}
 		if spec, diags = m.spec(ctx); diags.HasError() {
@@ -555,7 +557,7 @@ func (r *vllmResource) Update(ctx context.Context, req resource.UpdateRequest, r
 		resp.Diagnostics.AddError(vllmdeploy.Summary(err, "Cannot stop the running vLLM"), err.Error())
 		return
 	}
-	r.launch(ctx, &plan, ownGPUs(&state), r.secrets(ctx, req.Config, &resp.Diagnostics), &resp.Diagnostics)
+	r.launch(ctx, &plan, ownGPUs(&state), true, r.secrets(ctx, req.Config, &resp.Diagnostics), &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}

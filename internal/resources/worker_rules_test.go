@@ -59,10 +59,20 @@ func TestAccVLLMDeployment_workerRulesRefusedAtPlan(t *testing.T) {
 	}
 	site := l.PythonVersion // only to name the package directory of Ray's Python
 	pkgs := fmt.Sprintf("/opt/ray/lib/python%s/site-packages", site[:strings.LastIndex(site, ".")])
+	// Interface names follow the order the lab attached the networks (and
+	// change when a test reconnects one): look them up by address.
+	fabricIf := func(n lab.Node) string {
+		out, err := lab.Exec(context.Background(), n, "sh", "-c", `ip -o -4 addr show | awk -v ip="$1/" 'index($4, ip) == 1 { print $2 }'`, "sh", n.FabricIP)
+		if err != nil || strings.TrimSpace(out) == "" {
+			t.Fatalf("fabric interface of %s: %q %v", n.Name, out, err)
+		}
+		return strings.TrimSpace(out)
+	}
+	headFabric, workerFabric := fabricIf(head), fabricIf(w)
 	t.Cleanup(func() {
 		for _, n := range l.Nodes {
 			_, _ = lab.Exec(context.Background(), n, "sh", "-c", "rm -rf "+copyDir+"; for m in $(grep -o ' "+pkgs+"/vllm[^ ]*' /proc/mounts); do umount $m; done; "+
-				"if ip link show fab1 >/dev/null 2>&1; then ip link set fab1 down && ip link set fab1 name eth1 && ip link set eth1 up; fi")
+				"if ip link show fab1 >/dev/null 2>&1; then ip link set fab1 down && ip link set fab1 name "+workerFabric+" && ip link set "+workerFabric+" up; fi")
 		}
 	})
 	r := newRefusals(t, l)
@@ -93,9 +103,9 @@ func TestAccVLLMDeployment_workerRulesRefusedAtPlan(t *testing.T) {
 			resource.TestStep{
 				PreConfig: func() {
 					onNode(t, w, "for m in $(grep -o ' "+pkgs+"/vllm[^ ]*' /proc/mounts); do umount $m; done")
-					onNode(t, w, "ip link set eth1 down && ip link set eth1 name fab1 && ip link set fab1 up")
+					onNode(t, w, "ip link set "+workerFabric+" down && ip link set "+workerFabric+" name fab1 && ip link set fab1 up")
 				},
-				Config:      onFabric + deploy{tp: 2, hostIP: head.FabricIP, env: map[string]string{"NCCL_SOCKET_IFNAME": "eth1"}}.config(l),
+				Config:      onFabric + deploy{tp: 2, hostIP: head.FabricIP, env: map[string]string{"NCCL_SOCKET_IFNAME": headFabric}}.config(l),
 				ExpectError: regexp.MustCompile(`(?s)Interface named in env does not exist.*` + w.Name + `.*passes this variable`),
 			},
 			resource.TestStep{

@@ -44,6 +44,11 @@ type Spec struct {
 	Env         map[string]string
 	ExtraArgs   []string
 	VLLMCommand string // "": vllm on the PATH
+	// Restart: this deployment had a server, which the apply stops first;
+	// what its placement groups hold on the head is then freed (Ray drops
+	// them as the server's processes end), so the head-GPU rule waits for
+	// a first launch.
+	Restart bool
 }
 
 // Served is the name clients ask for.
@@ -195,7 +200,7 @@ func (m *Manager) check(ctx context.Context, s Spec, own float64, ownPort bool) 
 	dep := preflight.Deployment{HeadFacts: facts, HeadName: raycluster.HeadName, SSHHost: s.Head.Host, HeadIP: headIP, HostIP: s.HostIP,
 		Env: s.Env, OwnGPUs: own, ValidateIP: vllm.ValidateHostIP, Port: s.Port, PortIsOwn: ownPort,
 		Sizes:         preflight.Sizes{TP: s.TP, PP: s.PP, PCP: par.PCP, DP: par.DP, DPOverRay: par.DPOverRay(), DPAddress: par.DPAddress},
-		FailOnEnviron: par.FailOnEnviron, RayAddress: s.RayAddress, Model: s.Model}
+		FailOnEnviron: par.FailOnEnviron, RayAddress: s.RayAddress, Model: s.Model, Restart: s.Restart}
 	if t, err := m.Clusters.Snapshot(ctx, s.cluster(), s.RayAddress); err == nil && t.GCSUp {
 		dep.Table = &t
 	} else if err != nil {
