@@ -164,10 +164,12 @@ def agrees(verdict, outcome):
 
 # Each row: what it sets, what it does to the nodes first (and undoes).
 ROWS = [
-    {"name": "0.11-field-report", "what": "vLLM 0.11.0 (pins by default), VLLM_HOST_IP = head's fabric, Ray registered external, TP=2: the field report unmodified",
-     "second": True, "host_ip": lambda l: l.head["fabric_ip"], "tp": 2, "bound": 60},
-    {"name": "0.11-registered", "what": "vLLM 0.11.0, VLLM_HOST_IP = what Ray registered, TP=2",
-     "second": True, "host_ip": lambda l: l.head["external_ip"], "tp": 2},
+    # TP=1 on 0.11.0: its CPU platform turns the Ray executor into mp above
+    # world size 1 (vllm/platforms/cpu.py L177-184); bundle 0 pins the same.
+    {"name": "0.11-field-report", "what": "vLLM 0.11.0 (pins by default), VLLM_HOST_IP = head's fabric, Ray registered external: the field report unmodified",
+     "second": True, "host_ip": lambda l: l.head["fabric_ip"], "bound": 60},
+    {"name": "0.11-registered", "what": "vLLM 0.11.0, VLLM_HOST_IP = what Ray registered",
+     "second": True, "host_ip": lambda l: l.head["external_ip"]},
     {"name": "legacy-fabric-hostip", "what": "legacy executor, VLLM_HOST_IP = head's fabric, Ray registered external (the field report)",
      "env": {"VLLM_USE_RAY_V2_EXECUTOR_BACKEND": "0"}, "host_ip": lambda l: l.head["fabric_ip"], "bound": 60},
     {"name": "v2-fabric-hostip", "what": "default executor (RayExecutorV2), the same mismatch, TP=2",

@@ -577,7 +577,11 @@ func TestAccVLLMDeployment_updateAndReadinessFailure(t *testing.T) {
 // containers up to 26.05 do): Ray registers the head's external address,
 // VLLM_HOST_IP is its fabric address, no executor variable. The plan refuses
 // it, naming the release, with nothing started; with host_ip = what Ray
-// registered, the same release serves tensor parallel 2 across the nodes.
+// registered, the same release serves. Tensor parallel 1: vLLM 0.11.0's CPU
+// platform turns the Ray executor into its multiprocessing one for a world
+// size above 1 ("ray is not supported on CPU, fallback to mp",
+// vllm/platforms/cpu.py L177-184), which no GPU platform does; at world size
+// 1 the Ray executor runs, and its bundle 0 carries the same pin.
 func TestAccVLLMDeployment_fieldReportOnAPinningRelease(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
@@ -594,11 +598,11 @@ func TestAccVLLMDeployment_fieldReportOnAPinningRelease(t *testing.T) {
 		ProtoV6ProviderFactories: acctest.Factories,
 		CheckDestroy:             noVLLMLeft(l),
 		Steps: append(r.steps(resource.TestStep{
-			Config: cluster + onSecond(deploy{hostIP: head.FabricIP, tp: 2}.config(l)),
+			Config: cluster + onSecond(deploy{hostIP: head.FabricIP}.config(l)),
 			ExpectError: regexp.MustCompile(`(?s)vLLM placement address does not match the address Ray registered.*node:` +
 				regexp.QuoteMeta(head.FabricIP) + `.*vLLM ` + regexp.QuoteMeta(second.VLLMVersion) + `\s+runs\s+RayDistributedExecutor`),
 		}), r.then(resource.TestStep{
-			Config: cluster + onSecond(deploy{hostIP: head.ExternalIP, tp: 2}.config(l)),
+			Config: cluster + onSecond(deploy{hostIP: head.ExternalIP}.config(l)),
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				plancheck.ExpectKnownValue(deployAddr, tfjsonpath.New("vllm_version"), knownvalue.StringExact(second.VLLMVersion)),
 				plancheck.ExpectKnownValue(deployAddr, tfjsonpath.New("executor"), knownvalue.StringExact("RayDistributedExecutor")),
