@@ -328,10 +328,12 @@ func ensurePyenv(ctx context.Context, base, cacheDir string, env pyenvSpec, log 
 	if _, err := docker(ctx, nil, append(args, base, "sh", "/tmp/"+env.folder+"/install.sh")...); err != nil {
 		return "", err
 	}
-	// Earlier environments of this recipe folder go, unless a node still uses one.
-	if out, err := docker(ctx, nil, "volume", "ls", "-q", "--filter", "label="+pyenvLabel+"="+env.folder); err == nil {
+	// Earlier environments of this recipe folder (by name: volumes of older
+	// labs carry another label value) go, unless a node still uses one: each
+	// is several GB.
+	if out, err := docker(ctx, nil, "volume", "ls", "-q", "--filter", "label="+pyenvLabel); err == nil {
 		for _, v := range strings.Fields(out) {
-			if v != volume {
+			if v != volume && strings.HasPrefix(v, "spark-lab-"+env.folder+"-") {
 				if _, err := docker(ctx, nil, "volume", "rm", v); err == nil {
 					log("python environment %s: removed (outdated)", v)
 				}
