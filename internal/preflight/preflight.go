@@ -40,6 +40,9 @@ type Node struct {
 	NodeIP  string // configured node_ip; "" = Ray detects
 	NumGPUs *int64
 	Facts   nodefacts.Facts
+	// RayCommand is how the node's Ray is run (runtime's ray_command), for
+	// the message when it is not found.
+	RayCommand string
 }
 
 func (n Node) attr(name string) []string { return append(append([]string{}, n.Path...), name) }
@@ -220,7 +223,11 @@ func SameVersions(nodes []Node) []Diagnostic {
 		for _, n := range nodes {
 			v := what.get(n.Facts)
 			if v == "" {
-				missing = append(missing, n.Name+" ("+n.SSHHost+")")
+				where := n.Name + " (" + n.SSHHost + ")"
+				if n.RayCommand != "" {
+					where += fmt.Sprintf(", ray_command %q", n.RayCommand)
+				}
+				missing = append(missing, where)
 				continue
 			}
 			seen[v] = append(seen[v], n.Name)

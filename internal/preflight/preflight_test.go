@@ -151,9 +151,10 @@ func TestSameVersions(t *testing.T) {
 	w.Facts.RayVersion, w.Facts.PythonVersion = "2.52.1", "3.11.2"
 	one(t, SameVersions([]Node{h, w}), "Python versions differ", "3.11.2 on spark2")
 	w.Facts.RayVersion = ""
+	w.RayCommand = "/nonexistent/ray"
 	d := SameVersions([]Node{h, w})
-	if len(d) != 2 || !strings.Contains(d[0].Detail, "Ray was not found on spark2") {
-		t.Fatalf("missing Ray not reported: %+v", d)
+	if len(d) != 2 || !strings.Contains(d[0].Detail, `Ray was not found on spark2 (10.1.230.181), ray_command "/nonexistent/ray"`) {
+		t.Fatalf("missing Ray not reported with its path: %+v", d)
 	}
 }
 

@@ -348,7 +348,8 @@ func (m *Manager) readWorkers(ctx context.Context, s Spec, o PlanOptions, headIP
 }
 
 func headNode(s Spec, hf nodefacts.Facts) preflight.Node {
-	return preflight.Node{Name: HeadName, Path: s.Head.Path, SSHHost: s.Head.Endpoint.Host, NodeIP: s.Head.NodeIP, NumGPUs: s.Head.NumGPUs, Facts: hf}
+	return preflight.Node{Name: HeadName, Path: s.Head.Path, SSHHost: s.Head.Endpoint.Host, NodeIP: s.Head.NodeIP, NumGPUs: s.Head.NumGPUs, Facts: hf,
+		RayCommand: s.Runtime.Ray()}
 }
 
 // headAddress is the address the head registers: what it registered, when
@@ -386,7 +387,8 @@ func Evaluate(s Spec, o PlanOptions, hf nodefacts.Facts, workerFacts map[string]
 	}
 	for _, name := range s.WorkerNames() {
 		ws := s.Workers[name]
-		w := preflight.Node{Name: name, Path: ws.Path, SSHHost: ws.Endpoint.Host, NodeIP: ws.NodeIP, NumGPUs: ws.NumGPUs, Facts: workerFacts[name]}
+		w := preflight.Node{Name: name, Path: ws.Path, SSHHost: ws.Endpoint.Host, NodeIP: ws.NodeIP, NumGPUs: ws.NumGPUs, Facts: workerFacts[name],
+			RayCommand: s.Runtime.Ray()}
 		ip, diags := preflight.PredictWorkerIP(w, headIP)
 		if known, ok := o.Known[w.Name]; ok {
 			ip = known

@@ -635,10 +635,22 @@ func (r *rayClusterResource) Update(ctx context.Context, req resource.UpdateRequ
 		resp.Diagnostics.AddAttributeError(path.Root("auth_mode"), "Cannot read the cluster's auth token", err.Error())
 		return
 	}
+	// A failed update takes back the workers it started: state keeps the
+	// cluster as it was, and a worker joined under this update's settings
+	// would be a Ray no state knows (the next plan starts it again).
+	rollback := func() {
+		for _, name := range start {
+			if err := r.mgr.Stop(context.WithoutCancel(ctx), spec, spec.Workers[name], gcsAddr); err != nil {
+				resp.Diagnostics.AddAttributeWarning(path.Root("workers").AtMapKey(name), "Cannot stop a worker this failed update started",
+					err.Error()+"\n\nThe next apply stops and starts it again.")
+			}
+		}
+	}
 	if errs := r.startWorkers(ctx, spec, start, headIP, registered, token, false); len(errs) > 0 {
 		for name, err := range errs {
 			resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(name), "Cannot start Ray worker", err.Error())
 		}
+		rollback()
 		return
 	}
 	want := map[string]string{raycluster.HeadName: headIP}
@@ -648,6 +660,7 @@ func (r *rayClusterResource) Update(ctx context.Context, req resource.UpdateRequ
 	t, err := r.mgr.WaitRegistered(ctx, spec, gcsAddr, want, nil)
 	if err != nil {
 		resp.Diagnostics.AddError("Ray workers did not register as planned", err.Error())
+		rollback()
 		return
 	}
 	// Removed workers must have left the node table.
