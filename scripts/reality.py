@@ -30,6 +30,15 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORK = os.path.join(ROOT, ".reality")
 PORT = 8011
+# The nodes have no curl: a request through their Python prints the status
+# (GET), or the body (POST, when a body is given).
+HTTP = ("python3 -c 'import sys, urllib.request as u\n"
+        "try:\n"
+        " r = u.urlopen(u.Request(sys.argv[1], data=sys.argv[2].encode() if len(sys.argv) > 2 else None, "
+        "headers={\"Content-Type\": \"application/json\"}), timeout=60)\n"
+        " print(r.read().decode() if len(sys.argv) > 2 else r.status)\n"
+        "except Exception as e:\n"
+        " print(getattr(e, \"code\", 0))'")
 
 
 def log(msg):
@@ -72,6 +81,11 @@ def config(lab, row):
     extra = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager", *row.get("args", [])]
     host_ip = f'"{row["host_ip"](lab)}"' if row.get("host_ip") else "null"
     return f'''
+terraform {{
+  required_providers {{
+    spark = {{ source = "lab-infra/spark" }}
+  }}
+}}
 provider "spark" {{
   ssh = {{
     user             = "{f['ssh_user']}"
@@ -113,8 +127,11 @@ def plan_verdict(tf, rc_file, d):
     p = run([tf, "plan", "-detailed-exitcode", "-no-color", "-input=false"], cwd=d, env={**os.environ, "TF_CLI_CONFIG_FILE": rc_file})
     rules = sorted(set(re.findall(r"Rule (D\d+)", p.stdout)), key=lambda r: int(r[1:]))
     if p.returncode == 1:
-        return "error " + ",".join(rules) if rules else "error", p.stdout
-    if "Warning:" in p.stdout:
+        if not rules:  # not a rule's refusal: the plan itself failed
+            first = next((l for l in p.stdout.splitlines() if l.startswith("Error:")), "no error line")
+            return "plan failed: " + first[len("Error: "):], p.stdout
+        return "error " + ",".join(rules), p.stdout
+    if rules:  # a rule's warning (the CLI's own, on dev overrides, is not one)
         return "warning " + ",".join(rules), p.stdout
     return "clean", p.stdout
 
@@ -132,7 +149,9 @@ def serve_by_hand(lab, row, head_ip):
             "--dtype", "float32", "--max-model-len", "256", "--enforce-eager", *row.get("args", [])]
     exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     logf = f"/tmp/reality-{row['name']}.log"
-    start = f"cd /tmp && {exports} setsid {shlex.join(argv)} > {logf} 2>&1 < /dev/null & echo $!"
+    # The background job alone (";", not "&&"), its output in the log: the
+    # SSH session returns at once.
+    start = f"cd /tmp; {exports} setsid {shlex.join(argv)} > {logf} 2>&1 < /dev/null & echo $!"
     pid = lab.user(h, start).stdout.strip().splitlines()[-1]
     outcome, deadline = None, time.time() + row.get("bound", 150)
     try:
@@ -140,16 +159,19 @@ def serve_by_hand(lab, row, head_ip):
             time.sleep(5)
             state = lab.user(h, f"kill -0 {pid} 2>/dev/null && echo alive; "
                                 f"grep -c 'Waiting for creating a placement group' {logf}; "
-                                f"curl -s -o /dev/null -w '%{{http_code}}' 127.0.0.1:{PORT}/health").stdout.split()
+                                f"{HTTP} http://127.0.0.1:{PORT}/health").stdout.split()
             if state and state[0] == "alive":
                 if len(state) > 2 and state[2] == "200":
-                    chat = lab.user(h, f"curl -s 127.0.0.1:{PORT}/v1/chat/completions -H 'Content-Type: application/json' "
-                                       "-d '{\"model\":\"tiny\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}'").stdout
+                    body = json.dumps({"model": "tiny", "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]})
+                    chat = lab.user(h, f"{HTTP} http://127.0.0.1:{PORT}/v1/chat/completions {shlex.quote(body)}", timeout=120).stdout
                     outcome = "served" if '"choices"' in chat else "answered /health, no completion"
                 elif state[1] != "0":
                     outcome = "waited at placement"
             else:
-                tail = lab.user(h, f"grep -E 'Error|error|Exception|No module' {logf} | grep -v 'Failed to establish connection to the' | tail -n 1").stdout.strip()
+                # The root cause if vLLM printed one, else its last error line.
+                tail = lab.user(h, f"grep -ohE \"(No module named [^ ]+|AssertionError: .*|FileNotFoundError: .*|No such file or directory: [^ ]+|ValueError: .*)\" {logf} | head -n 1; "
+                                   f"grep -E 'Error|Exception' {logf} | grep -v 'Failed to establish connection to the' | tail -n 1").stdout.strip().splitlines()
+                tail = tail[0] if tail else ""
                 outcome = "failed at startup: " + (tail[-160:] or "(no error line)")
         return outcome or f"no answer within {row.get('bound', 150)} s"
     finally:
@@ -158,8 +180,14 @@ def serve_by_hand(lab, row, head_ip):
 
 
 def agrees(verdict, outcome):
-    serves = outcome == "served"
-    return (verdict.startswith("error") and not serves) or (not verdict.startswith("error") and serves)
+    """A refusal must mean vLLM would not serve, a clean or warning plan that
+    it serves. A row whose plan or run could not be measured agrees with
+    nothing."""
+    if not verdict.startswith(("error", "warning", "clean")):
+        return False
+    if outcome != "served" and not outcome.startswith(("waited at placement", "failed at startup")):
+        return False
+    return verdict.startswith("error") == (outcome != "served")
 
 
 # Each row: what it sets, what it does to the nodes first (and undoes).
@@ -227,7 +255,9 @@ def main():
                 head_ip = res["values"]["head"]["registered_ip"]
                 outcome = serve_by_hand(lab, row, head_ip)
         finally:
-            run([args.cli, "destroy", "-auto-approve", "-no-color", "-input=false"], cwd=d, env={**os.environ, "TF_CLI_CONFIG_FILE": rc_file})
+            # -refresh=false: the deployment, never created, plans in a refresh and
+            # would refuse (as it should at plan); the cluster goes anyway.
+            run([args.cli, "destroy", "-refresh=false", "-auto-approve", "-no-color", "-input=false"], cwd=d, env={**os.environ, "TF_CLI_CONFIG_FILE": rc_file})
             for u in undo:
                 u()
         ok = agrees(verdict, outcome)

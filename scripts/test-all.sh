@@ -40,6 +40,7 @@ phase release-check  make --no-print-directory release-check
 phase acc-terraform  make --no-print-directory testacc-terraform
 phase acc-opentofu   make --no-print-directory testacc-tofu
 phase module-test    make --no-print-directory test-module
+phase reality        make --no-print-directory reality
 
 echo "=== all phases passed"
 printf '%s\n' "${timings[@]}"
