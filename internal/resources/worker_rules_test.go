@@ -53,8 +53,8 @@ func TestAccVLLMDeployment_workerRulesRefusedAtPlan(t *testing.T) {
 	cluster := clusterConfig(l, "", map[string]string{w.Name: ""}) // Ray registers the external addresses
 	onFabric := clusterConfig(l, head.FabricIP, map[string]string{w.Name: w.FabricIP})
 	const copyDir = "/tmp/spark-acc-model"
-	handCopied := func(extra string) string {
-		return cluster + strings.Replace(deploy{tp: 2, extra: extra}.config(l), fmt.Sprintf("model                = %q", head.ModelPath),
+	handCopied := func() string {
+		return cluster + strings.Replace(deploy{tp: 2}.config(l), fmt.Sprintf("model                = %q", head.ModelPath),
 			fmt.Sprintf("model                = %q", copyDir), 1)
 	}
 	site := l.PythonVersion // only to name the package directory of Ray's Python
@@ -83,14 +83,14 @@ func TestAccVLLMDeployment_workerRulesRefusedAtPlan(t *testing.T) {
 		Steps: append(r.steps(
 			resource.TestStep{
 				PreConfig:   func() { onNode(t, head, "cp -r "+head.ModelPath+" "+copyDir) },
-				Config:      handCopied(""),
+				Config:      handCopied(),
 				ExpectError: regexp.MustCompile(`(?s)The model is missing on a node that will host a vLLM\s+worker.*` + copyDir + `\s+does\s+not\s+exist\s+on\s+` + w.Name),
 			},
 			resource.TestStep{
 				PreConfig: func() {
 					onNode(t, w, "cp -r "+head.ModelPath+" "+copyDir+" && truncate -s 100 "+copyDir+"/model.safetensors")
 				},
-				Config:      handCopied(""),
+				Config:      handCopied(),
 				ExpectError: regexp.MustCompile(`(?s)The model differs on a node.*on\s+` + w.Name + `.*model\.safetensors\s+has\s+100\s+bytes`),
 			},
 			resource.TestStep{

@@ -35,14 +35,11 @@ func (s Server) cmd(step string, argv []string, stdin []byte) transport.Cmd {
 }
 
 // Launch writes the 0600 environment file (VLLM_HOST_IP, VLLM_API_KEY,
-// RAY_ADDRESS and the user's env) and starts `vllm serve` detached. It
-// returns the process identity ("pid:start").
-func (s Server) Launch(ctx context.Context, env map[string]string, keyFile, holder string, argv []string) (string, error) {
+// RAY_ADDRESS and the user's env) into the deployment's directory dir (as
+// LockLaunch returned it) and starts `vllm serve` detached. It returns the
+// process identity ("pid:start").
+func (s Server) Launch(ctx context.Context, dir string, env map[string]string, keyFile, holder string, argv []string) (string, error) {
 	body, err := transport.EnvFile(env)
-	if err != nil {
-		return "", err
-	}
-	dir, err := s.Dir(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -77,18 +74,18 @@ func (s Server) Unfinished(ctx context.Context) (identity, holder string, launch
 	return lines[0], holder, len(lines) > 2 && lines[2] == "launching", nil
 }
 
-// LockLaunch holds the deployment's launch lock until the returned
-// function is called: one launch at a time per SSH user, head and port.
-func (s Server) LockLaunch(ctx context.Context) (func(), error) {
-	dir, err := s.Dir(ctx)
-	if err != nil {
-		return nil, err
+// LockLaunch makes or checks the deployment's directory (Dir) and holds
+// its launch lock until release is called: one launch at a time per SSH
+// user, head and port. The directory is Launch's.
+func (s Server) LockLaunch(ctx context.Context) (dir string, release func(), err error) {
+	if dir, err = s.Dir(ctx); err != nil {
+		return "", nil, err
 	}
 	h, err := s.Conn.Hold(ctx, s.cmd("hold the vLLM launch lock", transport.Script(LaunchLockScript, dir), []byte{}), "locked")
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	return h.Release, nil
+	return dir, h.Release, nil
 }
 
 // Settled removes the start marker: the launch answered.

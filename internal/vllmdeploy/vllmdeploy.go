@@ -357,7 +357,7 @@ func (m *Manager) Launch(ctx context.Context, s Spec, sec Secrets, own float64) 
 		TP: s.TP, PP: s.PP, Host: s.Host, Port: s.Port, ExtraArgs: s.ExtraArgs})
 	// One launch at a time on this head and port, until it answered or was
 	// stopped: another apply finds the lock held and is refused.
-	unlock, err := srv.LockLaunch(ctx)
+	dir, unlock, err := srv.LockLaunch(ctx)
 	if err != nil {
 		return Launched{}, failed([]string{"port"}, "Cannot take the vLLM launch lock", err)
 	}
@@ -370,7 +370,7 @@ func (m *Manager) Launch(ctx context.Context, s Spec, sec Secrets, own float64) 
 			return Launched{}, failed(nil, "Cannot stop the vllm serve an unfinished launch left", err)
 		}
 	}
-	id, err := srv.Launch(ctx, env, s.APIKeyFile, raycluster.Holder(), argv)
+	id, err := srv.Launch(ctx, dir, env, s.APIKeyFile, raycluster.Holder(), argv)
 	if err != nil {
 		return Launched{}, failed(nil, "Cannot launch vllm serve", err)
 	}
