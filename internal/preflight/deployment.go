@@ -109,7 +109,7 @@ func CheckDeployment(d Deployment) (Concluded, []Diagnostic) {
 	found = append(found, DataParallelMaster(p)...)
 	found = append(found, ParallelFits(p, d.Planned, d.OwnGPUs)...)
 	if !d.Restart {
-		found = append(found, HeadGPUForDriver(p, d.OwnGPUs)...)
+		found = append(found, HeadGPUForDriver(p, d.Planned, d.OwnGPUs)...)
 	}
 	if !d.PortIsOwn {
 		found = append(found, ServePortFree(d.SSHHost, d.Port, d.HeadFacts.Listeners)...)

@@ -136,6 +136,10 @@ func TestCheckDeploymentCallsEveryRule(t *testing.T) {
 			d.Env[ExecutorEnv] = "0"
 			d.Table.PlacementGroups = []ray.PlacementGroup{{ID: "pg", State: "CREATED", GPUs: 1, Holder: "vllm serve other", GPUsOn: map[string]float64{"a": 1}}}
 		}},
+		{"error: No free GPU on the head for vLLM's legacy executor", func(d *Deployment) { // D8, legacy driver, first plan
+			d.Env[ExecutorEnv] = "0"
+			d.Table, d.Planned = nil, &PlannedGPUs{Total: 2, Head: 0, Nodes: "head 0, spark2 2"}
+		}},
 		{"error: No Ray answers at ray_address", func(d *Deployment) { // D21
 			d.Table, d.RayDown, d.RayAddress = nil, true, "10.1.230.180:6380"
 		}},

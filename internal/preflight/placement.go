@@ -173,7 +173,8 @@ func labels(p Placement) string {
 // the deployment's first plan, before any Ray runs.
 type PlannedGPUs struct {
 	Total float64
-	Nodes string // for messages: "head 1, spark2 1"
+	Head  float64 // the head's own
+	Nodes string  // for messages: "head 1, spark2 1"
 }
 
 // ParallelFits (D8): vLLM asks Ray for one GPU bundle per rank: TP x PP
@@ -232,24 +233,35 @@ func ParallelFits(p Placement, planned *PlannedGPUs, own float64) []Diagnostic {
 
 // HeadGPUForDriver (D8): vLLM's legacy executor (0.5.5-0.32.x) needs a free
 // GPU on the node vllm serve runs on, or it stops: "Current node has no GPU
-// available" (vllm/v1/executor/ray_utils.py L629-635, 0.32.0: Ray's
-// available_resources_per_node, so GPUs other placement groups hold there
-// do not count). Checked on the live table, for a first launch only: a
-// restart of a deployment frees what its own server held (CheckDeployment).
-func HeadGPUForDriver(p Placement, own float64) []Diagnostic {
+// available" (vllm/v1/executor/ray_utils.py L629-635, 0.32.0; L364-372 of
+// vllm/executor/ray_utils.py, 0.11.0: Ray's available_resources_per_node,
+// so GPUs other placement groups hold there do not count). Checked on the
+// live table, or on what a cluster planned in the same run will register
+// on its head, for a first launch only: a restart of a deployment frees
+// what its own server held (CheckDeployment).
+func HeadGPUForDriver(p Placement, planned *PlannedGPUs, own float64) []Diagnostic {
 	e := p.Executor
-	if e.Name != ExecutorLegacy || !e.Pinned || p.Table == nil || own > 0 {
+	if e.Name != ExecutorLegacy || !e.Pinned || own > 0 {
 		return nil
 	}
-	head, ok := p.Table.Head()
-	if !ok || p.Table.FreeGPUs(head) >= 1 {
+	var has string
+	switch {
+	case p.Table != nil:
+		head, ok := p.Table.Head()
+		if !ok || p.Table.FreeGPUs(head) >= 1 {
+			return nil
+		}
+		has = fmt.Sprintf("the head (node:%s) has %g registered and %g free", head.IP, head.Resources["GPU"], p.Table.FreeGPUs(head))
+	case planned != nil && planned.Head < 1:
+		has = fmt.Sprintf("the cluster planned with it will register %g on its head (%s)", planned.Head, planned.Nodes)
+	default:
 		return nil
 	}
 	return []Diagnostic{{Rule: D8, Attr: []string{"tensor_parallel_size"}, Summary: "No free GPU on the head for vLLM's legacy executor",
-		Detail: fmt.Sprintf("vLLM %s runs %s (%s), which needs a free GPU on the node vllm serve runs on, but the head (node:%s) "+
-			"has %g registered and %g free. vLLM would stop at startup: \"Current node has no GPU available\". Free a GPU on the head "+
+		Detail: fmt.Sprintf("vLLM %s runs %s (%s), which needs a free GPU on the node vllm serve runs on, but %s. "+
+			"vLLM would stop at startup: \"Current node has no GPU available\". Free a GPU on the head "+
 			"(stop the deployment whose placement group holds it), start the head with a GPU, or use RayExecutorV2 where the release has it.",
-			e.Version, e.Name, e.Why, head.IP, head.Resources["GPU"], p.Table.FreeGPUs(head))}}
+			e.Version, e.Name, e.Why, has)}}
 }
 
 // DataParallelMaster (D1, data parallel): with --data-parallel-backend ray

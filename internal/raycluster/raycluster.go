@@ -234,10 +234,13 @@ type Plan struct {
 func plannedGPUs(nodes []preflight.Node) *preflight.PlannedGPUs {
 	out := &preflight.PlannedGPUs{}
 	var parts []string
-	for _, n := range nodes {
+	for i, n := range nodes {
 		g := nodeGPUs(n)
 		if g < 0 {
 			return nil
+		}
+		if i == 0 { // the head comes first
+			out.Head = g
 		}
 		out.Total += g
 		parts = append(parts, fmt.Sprintf("%s %g", n.Name, g))
