@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeema/knownhosts"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
-	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/transport/sshtest"
 )
@@ -47,7 +47,7 @@ func keyLine(k ssh.PublicKey) string { return string(ssh.MarshalAuthorizedKey(k)
 // trust adds s's current host key to known_hosts, as ssh-keyscan would.
 func (f *fixture) trust(t *testing.T, s *sshtest.Server) {
 	t.Helper()
-	f.knownHostsLine(t, knownhosts.Line([]string{knownhosts.Normalize(s.Addr())}, s.HostKey().PublicKey()))
+	f.knownHostsLine(t, knownhosts.Line([]string{s.Addr()}, s.HostKey().PublicKey()))
 }
 
 // knownHostsLine appends one line to known_hosts.
