@@ -6,7 +6,7 @@ import (
 	"net"
 	"strings"
 
-	"golang.org/x/crypto/ssh/knownhosts"
+	"github.com/skeema/knownhosts"
 )
 
 // Error is every failure this package returns: it names the host, the step
@@ -57,11 +57,16 @@ func tailLines(s string, n int) string {
 type HostKeyProblem string
 
 const (
-	HostKeyUnknown  HostKeyProblem = "unknown"
-	HostKeyChanged  HostKeyProblem = "changed"
-	HostKeyNotPin   HostKeyProblem = "pin-mismatch"
-	stderrTailLines                = 20
+	HostKeyUnknown HostKeyProblem = "unknown"
+	HostKeyChanged HostKeyProblem = "changed"
+	HostKeyNotPin  HostKeyProblem = "pin-mismatch"
+	// HostKeyBadCert is a host certificate signed by a CA that known_hosts
+	// trusts for the host, but not valid (expired, or not for this host).
+	HostKeyBadCert HostKeyProblem = "bad-certificate"
 )
+
+// stderrTailLines is how much of a failed command's stderr an error keeps.
+const stderrTailLines = 20
 
 // HostKeyError is a refused host key, with what the operator needs to decide.
 type HostKeyError struct {
@@ -71,6 +76,7 @@ type HostKeyError struct {
 	Fingerprint string // SHA256:… of what the host presented
 	Expected    []string
 	KnownHosts  string
+	Reason      string // why a certificate was refused (HostKeyBadCert)
 }
 
 func (e *HostKeyError) Error() string {
@@ -85,6 +91,11 @@ func (e *HostKeyError) Error() string {
 			"The host key has CHANGED: if the node was reinstalled, remove the old entry (ssh-keygen -R %s -f %s) and connect again; "+
 			"otherwise someone may be intercepting the connection",
 			e.Host, e.KeyType, e.Fingerprint, e.KnownHosts, strings.Join(e.Expected, ", "), knownhosts.Normalize(e.Host), e.KnownHosts)
+	case HostKeyBadCert:
+		return fmt.Sprintf("host key verification failed for %s: the host presented a %s for key %s, signed by %s in %s, "+
+			"but the certificate is not valid: %s. Renew the host certificate (for this host name, in date); "+
+			"if that CA no longer vouches for the host, remove its @cert-authority line",
+			e.Host, e.KeyType, e.Fingerprint, strings.Join(e.Expected, ", "), e.KnownHosts, e.Reason)
 	default:
 		return fmt.Sprintf("host key verification failed for %s: the host presented %s key %s, which does not match the pinned host_key (%s). "+
 			"If the node was reinstalled, update host_key to the new public key line",

@@ -2,7 +2,6 @@ package transport
 
 import (
 	"bytes"
-	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"net"
@@ -11,8 +10,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/skeema/knownhosts"
 	"golang.org/x/crypto/ssh"
-	"golang.org/x/crypto/ssh/knownhosts"
+	xknownhosts "golang.org/x/crypto/ssh/knownhosts"
 )
 
 // HostKeyPolicy decides what to do with a host key not pinned on the node.
@@ -36,33 +36,15 @@ func ParseHostKey(line string) (ssh.PublicKey, error) {
 	return k, nil
 }
 
-// algorithmsFor lists host key algorithms that match keys of type t, so the
-// server offers the key we hold rather than another type it also has.
-func algorithmsFor(types ...string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, t := range types {
-		algs := []string{t}
-		if t == ssh.KeyAlgoRSA {
-			algs = []string{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256, ssh.KeyAlgoRSA}
-		}
-		for _, a := range algs {
-			if !seen[a] {
-				seen[a] = true
-				out = append(out, a)
-			}
-		}
+// pinnedAlgorithms asks the host for the pinned key's own algorithm, so a
+// host with several keys offers the one we hold. An RSA key signs with
+// SHA-2 first: plain ssh-rsa (SHA-1) only for hosts that know nothing else.
+func pinnedAlgorithms(k ssh.PublicKey) []string {
+	if k.Type() == ssh.KeyAlgoRSA {
+		return []string{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256, ssh.KeyAlgoRSA}
 	}
-	return out
+	return []string{k.Type()}
 }
-
-// probeKey never matches a real host; asking known_hosts about it returns
-// the keys on file for a host, which tells us which algorithms to ask for.
-var probeKey = func() ssh.PublicKey {
-	pub, _, _ := ed25519.GenerateKey(bytes.NewReader(make([]byte, 64)))
-	k, _ := ssh.NewPublicKey(pub)
-	return k
-}()
 
 // verifier checks host keys for one pool.
 type verifier struct {
@@ -83,7 +65,7 @@ func (v *verifier) check(addr string, pinned ssh.PublicKey, seen *ssh.PublicKey)
 			}
 			return &HostKeyError{Host: addr, Problem: HostKeyNotPin, KeyType: key.Type(),
 				Fingerprint: ssh.FingerprintSHA256(key), Expected: []string{pinned.Type() + " " + ssh.FingerprintSHA256(pinned)}}
-		}, algorithmsFor(pinned.Type()), nil
+		}, pinnedAlgorithms(pinned), nil
 	}
 	if v.policy == PolicyInsecure {
 		return func(_ string, _ net.Addr, key ssh.PublicKey) error {
@@ -91,52 +73,97 @@ func (v *verifier) check(addr string, pinned ssh.PublicKey, seen *ssh.PublicKey)
 			return nil
 		}, nil, nil
 	}
-	kh, err := v.load()
+	db, err := v.load()
 	if err != nil {
 		return nil, nil, err
 	}
-	var algos []string
-	var ke *knownhosts.KeyError
-	if err := kh(addr, fakeAddr{}, probeKey); errors.As(err, &ke) {
-		var types []string
-		for _, w := range ke.Want {
-			types = append(types, w.Key.Type())
-		}
-		algos = algorithmsFor(types...)
-	}
+	// Only the algorithms of what known_hosts holds for addr (certificates
+	// for an @cert-authority line): otherwise a host with several keys may
+	// offer one we do not hold and look changed. Unknown hosts get nil, the
+	// library's defaults, and whatever key they offer first.
+	algos := db.HostKeyAlgorithms(addr)
 	return func(hostname string, remote net.Addr, key ssh.PublicKey) error {
 		*seen = key
-		err := kh(hostname, remote, key)
-		var ke *knownhosts.KeyError
-		switch {
-		case err == nil:
-			return nil
-		case errors.As(err, &ke) && len(ke.Want) == 0:
-			if v.policy == PolicyAcceptNew {
-				return v.record(addr, key)
-			}
-			return &HostKeyError{Host: addr, Problem: HostKeyUnknown, KeyType: key.Type(),
-				Fingerprint: ssh.FingerprintSHA256(key), KnownHosts: v.knownHosts}
-		case errors.As(err, &ke):
-			var want []string
-			for _, w := range ke.Want {
-				want = append(want, fmt.Sprintf("%s %s (line %d)", w.Key.Type(), ssh.FingerprintSHA256(w.Key), w.Line))
-			}
-			return &HostKeyError{Host: addr, Problem: HostKeyChanged, KeyType: key.Type(),
-				Fingerprint: ssh.FingerprintSHA256(key), Expected: want, KnownHosts: v.knownHosts}
-		default:
-			return err // revoked keys and the like: knownhosts says it well
-		}
+		return v.judge(db, addr, hostname, remote, key)
 	}, algos, nil
 }
 
+// judge applies known_hosts and the policy to the key a host presented. A
+// certificate is judged as OpenSSH does: one signed by a CA that
+// known_hosts trusts for the host must be valid; any other certificate
+// stands for its plain key.
+func (v *verifier) judge(db *knownhosts.HostKeyDB, addr, hostname string, remote net.Addr, key ssh.PublicKey) error {
+	err := db.HostKeyCallback()(hostname, remote, key)
+	var revoked *xknownhosts.RevokedError
+	var ke *xknownhosts.KeyError
+	cert, isCert := key.(*ssh.Certificate)
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &revoked):
+		return err // knownhosts says it well
+	case isCert && signedByAuthority(db, addr, cert):
+		return &HostKeyError{Host: addr, Problem: HostKeyBadCert, KeyType: cert.Type(),
+			Fingerprint: ssh.FingerprintSHA256(cert.Key), KnownHosts: v.knownHosts, Reason: err.Error(),
+			Expected: []string{authorityLabel + cert.SignatureKey.Type() + " " + ssh.FingerprintSHA256(cert.SignatureKey)}}
+	case isCert:
+		return v.judge(db, addr, hostname, remote, cert.Key)
+	case errors.As(err, &ke) && len(ke.Want) == 0:
+		if v.policy == PolicyAcceptNew {
+			return v.record(addr, key)
+		}
+		return &HostKeyError{Host: addr, Problem: HostKeyUnknown, KeyType: key.Type(),
+			Fingerprint: ssh.FingerprintSHA256(key), KnownHosts: v.knownHosts}
+	case errors.As(err, &ke):
+		return &HostKeyError{Host: addr, Problem: HostKeyChanged, KeyType: key.Type(),
+			Fingerprint: ssh.FingerprintSHA256(key), Expected: expected(db, addr, ke.Want), KnownHosts: v.knownHosts}
+	default:
+		return err
+	}
+}
+
+// authorityLabel marks a CA among what known_hosts records, as the file does.
+const authorityLabel = "@cert-authority "
+
+// signedByAuthority reports whether cert's signer is on an @cert-authority
+// line for addr.
+func signedByAuthority(db *knownhosts.HostKeyDB, addr string, cert *ssh.Certificate) bool {
+	for _, k := range db.HostKeys(addr) {
+		if k.Cert && bytes.Equal(k.Marshal(), cert.SignatureKey.Marshal()) {
+			return true
+		}
+	}
+	return false
+}
+
+// expected lists what known_hosts records for addr (want), each with its
+// line so the operator can find it; CAs are marked, since a CA's key is not
+// the host's own.
+func expected(db *knownhosts.HostKeyDB, addr string, want []xknownhosts.KnownKey) []string {
+	cas := map[string]bool{}
+	for _, k := range db.HostKeys(addr) {
+		if k.Cert {
+			cas[string(k.Marshal())] = true
+		}
+	}
+	out := make([]string, 0, len(want))
+	for _, w := range want {
+		label := ""
+		if cas[string(w.Key.Marshal())] {
+			label = authorityLabel
+		}
+		out = append(out, fmt.Sprintf("%s%s %s (line %d)", label, w.Key.Type(), ssh.FingerprintSHA256(w.Key), w.Line))
+	}
+	return out
+}
+
 // load reads known_hosts; a missing file is empty (accept-new creates it).
-func (v *verifier) load() (ssh.HostKeyCallback, error) {
+func (v *verifier) load() (*knownhosts.HostKeyDB, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if _, err := os.Stat(v.knownHosts); errors.Is(err, os.ErrNotExist) {
 		if v.policy != PolicyAcceptNew {
-			return knownhosts.New(os.DevNull)
+			return knownhosts.NewDB(os.DevNull)
 		}
 		if err := os.MkdirAll(filepath.Dir(v.knownHosts), 0o700); err != nil {
 			return nil, err
@@ -145,11 +172,11 @@ func (v *verifier) load() (ssh.HostKeyCallback, error) {
 			return nil, err
 		}
 	}
-	kh, err := knownhosts.New(v.knownHosts)
+	db, err := knownhosts.NewDB(v.knownHosts)
 	if err != nil {
 		return nil, fmt.Errorf("read known_hosts_file %s: %w", v.knownHosts, err)
 	}
-	return kh, nil
+	return db, nil
 }
 
 // record appends a first-seen key, as OpenSSH's accept-new does.
@@ -161,11 +188,6 @@ func (v *verifier) record(addr string, key ssh.PublicKey) error {
 		return fmt.Errorf("record host key in %s: %w", v.knownHosts, err)
 	}
 	defer f.Close()
-	_, err = fmt.Fprintln(f, knownhosts.Line([]string{knownhosts.Normalize(addr)}, key))
+	_, err = fmt.Fprintln(f, knownhosts.Line([]string{addr}, key))
 	return err
 }
-
-type fakeAddr struct{}
-
-func (fakeAddr) Network() string { return "tcp" }
-func (fakeAddr) String() string  { return "0.0.0.0:0" }

@@ -17,7 +17,7 @@ func TestDebugLogNamesEachStepAndNoSecret(t *testing.T) {
 	f.trust(t, f.srv)
 	var buf bytes.Buffer
 	ctx := tflogtest.RootLogger(context.Background(), &buf)
-	c, err := f.pool(t, nil).Get(ctx, f.srv.endpoint())
+	c, err := f.pool(t, nil).Get(ctx, endpointOf(f.srv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestDebugLogNamesEachStepAndNoSecret(t *testing.T) {
 		byMsg[e["@message"].(string)] = e
 	}
 	conn, ok := byMsg["ssh connected"]
-	if !ok || conn["node"] != f.srv.endpoint().addr() || conn["host_key"] != c.HostKeyFingerprint() {
+	if !ok || conn["node"] != endpointOf(f.srv).addr() || conn["host_key"] != c.HostKeyFingerprint() {
 		t.Errorf("want an \"ssh connected\" line with the node and its host key, got %v", conn)
 	}
 	step, ok := byMsg["remote step"]

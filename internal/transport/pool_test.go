@@ -15,41 +15,59 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeema/knownhosts"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
-	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/transport/sshtest"
 )
 
 // fixture is a client key, a server that accepts it, and a pool config.
 type fixture struct {
-	client ssh.Signer
-	srv    *testServer
+	client sshtest.Key
+	srv    *sshtest.Server
 	known  string
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	client := newSigner(t)
-	return &fixture{client: client, srv: newTestServer(t, client.PublicKey()),
+	client := sshtest.NewKey(t)
+	return &fixture{client: client, srv: sshtest.New(t, client.Signer.PublicKey()),
 		known: filepath.Join(t.TempDir(), "known_hosts")}
 }
 
-func (f *fixture) trust(t *testing.T, s *testServer) {
+// endpointOf is how a node configured for s would look to the pool.
+func endpointOf(s *sshtest.Server) Endpoint {
+	return Endpoint{Host: s.Host(), Port: s.Port(), User: "ops"}
+}
+
+// keyLine is k as a host_key attribute holds it.
+func keyLine(k ssh.PublicKey) string { return string(ssh.MarshalAuthorizedKey(k)) }
+
+// trust adds s's current host key to known_hosts, as ssh-keyscan would.
+func (f *fixture) trust(t *testing.T, s *sshtest.Server) {
 	t.Helper()
-	line := knownhosts.Line([]string{knownhosts.Normalize(s.endpoint().addr())}, s.hostKey().PublicKey())
+	f.knownHostsLine(t, knownhosts.Line([]string{s.Addr()}, s.HostKey().PublicKey()))
+}
+
+// knownHostsLine appends one line to known_hosts.
+func (f *fixture) knownHostsLine(t *testing.T, line string) {
+	t.Helper()
 	fh, err := os.OpenFile(f.known, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintln(fh, line)
-	fh.Close()
+	defer fh.Close()
+	if _, err := fmt.Fprintln(fh, line); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (f *fixture) pool(t *testing.T, mut func(*Config)) *Pool {
 	t.Helper()
 	cfg := Config{
 		User:           "ops",
-		PrivateKey:     pemOf(t, f.client),
+		PrivateKey:     f.client.PEM,
 		KnownHostsFile: f.known,
 		Policy:         PolicyStrict,
 		ConnectTimeout: 5 * time.Second,
@@ -63,17 +81,6 @@ func (f *fixture) pool(t *testing.T, mut func(*Config)) *Pool {
 	}
 	t.Cleanup(p.Close)
 	return p
-}
-
-var pems sync.Map // ssh.Signer -> []byte, generated keys in PEM
-
-func pemOf(t *testing.T, s ssh.Signer) []byte {
-	t.Helper()
-	if b, ok := pems.Load(s); ok {
-		return b.([]byte)
-	}
-	t.Fatal("signer has no PEM; use newKeyPair")
-	return nil
 }
 
 func hostKeyErr(t *testing.T, err error) *HostKeyError {
@@ -96,13 +103,13 @@ func run(t *testing.T, c *Conn, argv ...string) string {
 
 func TestStrictRefusesUnknownHost(t *testing.T) {
 	f := newFixture(t)
-	_, err := f.pool(t, nil).Get(context.Background(), f.srv.endpoint())
+	_, err := f.pool(t, nil).Get(context.Background(), endpointOf(f.srv))
 	hk := hostKeyErr(t, err)
 	if hk.Problem != HostKeyUnknown {
 		t.Fatalf("problem = %s, want unknown", hk.Problem)
 	}
-	fp := ssh.FingerprintSHA256(f.srv.hostKey().PublicKey())
-	for _, want := range []string{f.srv.endpoint().addr(), "ssh-ed25519", fp, "accept-new", "ssh-keyscan"} {
+	fp := ssh.FingerprintSHA256(f.srv.HostKey().PublicKey())
+	for _, want := range []string{endpointOf(f.srv).addr(), "ssh-ed25519", fp, "accept-new", "ssh-keyscan"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not name %q:\n%v", want, err)
 		}
@@ -112,7 +119,7 @@ func TestStrictRefusesUnknownHost(t *testing.T) {
 func TestStrictAcceptsKnownHostAndRefusesChangedKey(t *testing.T) {
 	f := newFixture(t)
 	f.trust(t, f.srv)
-	c, err := f.pool(t, nil).Get(context.Background(), f.srv.endpoint())
+	c, err := f.pool(t, nil).Get(context.Background(), endpointOf(f.srv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,8 +127,8 @@ func TestStrictAcceptsKnownHostAndRefusesChangedKey(t *testing.T) {
 		t.Fatalf("echo = %q", got)
 	}
 	// The same address now presents another key: a reinstalled node, or worse.
-	f.srv.setHostKey(newSigner(t))
-	_, err = f.pool(t, nil).Get(context.Background(), f.srv.endpoint())
+	f.srv.SetHostKeys(sshtest.NewKey(t).Signer)
+	_, err = f.pool(t, nil).Get(context.Background(), endpointOf(f.srv))
 	if hk := hostKeyErr(t, err); hk.Problem != HostKeyChanged {
 		t.Fatalf("problem = %s, want changed", hk.Problem)
 	}
@@ -133,25 +140,25 @@ func TestStrictAcceptsKnownHostAndRefusesChangedKey(t *testing.T) {
 func TestAcceptNewRecordsThenRefusesChange(t *testing.T) {
 	f := newFixture(t)
 	acceptNew := func(c *Config) { c.Policy = PolicyAcceptNew }
-	if _, err := f.pool(t, acceptNew).Get(context.Background(), f.srv.endpoint()); err != nil {
+	if _, err := f.pool(t, acceptNew).Get(context.Background(), endpointOf(f.srv)); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(f.known)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(b), strings.TrimSpace(strings.SplitN(f.srv.hostKeyLine(), " ", 2)[1])) {
+	if !strings.Contains(string(b), strings.TrimSpace(strings.SplitN(keyLine(f.srv.HostKey().PublicKey()), " ", 2)[1])) {
 		t.Fatalf("known_hosts does not hold the new key:\n%s", b)
 	}
 	if fi, _ := os.Stat(f.known); fi.Mode().Perm() != 0o600 {
 		t.Fatalf("known_hosts mode = %v, want 0600", fi.Mode().Perm())
 	}
 	// Strict now accepts it: the key was recorded, not merely allowed.
-	if _, err := f.pool(t, nil).Get(context.Background(), f.srv.endpoint()); err != nil {
+	if _, err := f.pool(t, nil).Get(context.Background(), endpointOf(f.srv)); err != nil {
 		t.Fatal(err)
 	}
-	f.srv.setHostKey(newSigner(t))
-	_, err = f.pool(t, acceptNew).Get(context.Background(), f.srv.endpoint())
+	f.srv.SetHostKeys(sshtest.NewKey(t).Signer)
+	_, err = f.pool(t, acceptNew).Get(context.Background(), endpointOf(f.srv))
 	if hk := hostKeyErr(t, err); hk.Problem != HostKeyChanged {
 		t.Fatalf("problem = %s, want changed", hk.Problem)
 	}
@@ -160,11 +167,11 @@ func TestAcceptNewRecordsThenRefusesChange(t *testing.T) {
 func TestInsecureChecksNothing(t *testing.T) {
 	f := newFixture(t)
 	p := f.pool(t, func(c *Config) { c.Policy = PolicyInsecure; c.KnownHostsFile = "" })
-	c, err := p.Get(context.Background(), f.srv.endpoint())
+	c, err := p.Get(context.Background(), endpointOf(f.srv))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.HostKeyFingerprint() != ssh.FingerprintSHA256(f.srv.hostKey().PublicKey()) {
+	if c.HostKeyFingerprint() != ssh.FingerprintSHA256(f.srv.HostKey().PublicKey()) {
 		t.Fatal("fingerprint of the presented key not recorded")
 	}
 }
@@ -172,14 +179,14 @@ func TestInsecureChecksNothing(t *testing.T) {
 func TestPinnedKeyWinsOverKnownHosts(t *testing.T) {
 	f := newFixture(t)
 	// known_hosts is empty (strict would refuse), the pin is right: accepted.
-	e := f.srv.endpoint()
-	e.HostKey = f.srv.hostKeyLine()
+	e := endpointOf(f.srv)
+	e.HostKey = keyLine(f.srv.HostKey().PublicKey())
 	if _, err := f.pool(t, nil).Get(context.Background(), e); err != nil {
 		t.Fatal(err)
 	}
 	// A wrong pin is refused even though known_hosts trusts the host.
 	f.trust(t, f.srv)
-	e.HostKey = string(ssh.MarshalAuthorizedKey(newSigner(t).PublicKey()))
+	e.HostKey = string(ssh.MarshalAuthorizedKey(sshtest.NewKey(t).Signer.PublicKey()))
 	_, err := f.pool(t, nil).Get(context.Background(), e)
 	if hk := hostKeyErr(t, err); hk.Problem != HostKeyNotPin {
 		t.Fatalf("problem = %s, want pin mismatch", hk.Problem)
@@ -193,11 +200,11 @@ func TestPinAppliesToSharedConnection(t *testing.T) {
 	f := newFixture(t)
 	f.trust(t, f.srv)
 	p := f.pool(t, nil)
-	if _, err := p.Get(context.Background(), f.srv.endpoint()); err != nil {
+	if _, err := p.Get(context.Background(), endpointOf(f.srv)); err != nil {
 		t.Fatal(err)
 	}
-	e := f.srv.endpoint()
-	e.HostKey = string(ssh.MarshalAuthorizedKey(newSigner(t).PublicKey()))
+	e := endpointOf(f.srv)
+	e.HostKey = string(ssh.MarshalAuthorizedKey(sshtest.NewKey(t).Signer.PublicKey()))
 	if _, err := p.Get(context.Background(), e); err == nil {
 		t.Fatal("a wrong pin was accepted because a connection already existed")
 	}
@@ -205,7 +212,7 @@ func TestPinAppliesToSharedConnection(t *testing.T) {
 
 func TestMalformedPinNamesTheAttribute(t *testing.T) {
 	f := newFixture(t)
-	e := f.srv.endpoint()
+	e := endpointOf(f.srv)
 	e.HostKey = "not a key"
 	_, err := f.pool(t, nil).Get(context.Background(), e)
 	if err == nil || !strings.Contains(err.Error(), "host_key") {
@@ -223,7 +230,7 @@ func TestAgentAuth(t *testing.T) {
 	}
 	defer ln.Close()
 	keyring := agent.NewKeyring()
-	if err := keyring.Add(agent.AddedKey{PrivateKey: rawKeys[f.client]}); err != nil {
+	if err := keyring.Add(agent.AddedKey{PrivateKey: f.client.Private}); err != nil {
 		t.Fatal(err)
 	}
 	go func() {
@@ -236,7 +243,7 @@ func TestAgentAuth(t *testing.T) {
 		}
 	}()
 	p := f.pool(t, func(c *Config) { c.PrivateKey = nil; c.UseAgent = true; c.AgentSocket = sock })
-	c, err := p.Get(context.Background(), f.srv.endpoint())
+	c, err := p.Get(context.Background(), endpointOf(f.srv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,20 +254,20 @@ func TestAgentAuth(t *testing.T) {
 
 func TestBastion(t *testing.T) {
 	f := newFixture(t)
-	jump := newTestServer(t, f.client.PublicKey())
+	jump := sshtest.New(t, f.client.Signer.PublicKey())
 	f.trust(t, f.srv)
 	f.trust(t, jump)
-	je := jump.endpoint()
+	je := endpointOf(jump)
 	p := f.pool(t, func(c *Config) { c.Bastion = &je })
-	c, err := p.Get(context.Background(), f.srv.endpoint())
+	c, err := p.Get(context.Background(), endpointOf(f.srv))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := run(t, c, "echo", "through"); got != "through\n" {
 		t.Fatalf("got %q", got)
 	}
-	if jump.tunnels.Load() != 1 {
-		t.Fatalf("bastion opened %d tunnels, want 1", jump.tunnels.Load())
+	if jump.Tunnels() != 1 {
+		t.Fatalf("bastion opened %d tunnels, want 1", jump.Tunnels())
 	}
 	if p.Handshakes() != 2 {
 		t.Fatalf("handshakes = %d, want 2 (bastion + target)", p.Handshakes())
@@ -269,10 +276,10 @@ func TestBastion(t *testing.T) {
 
 func TestBastionHostKeyIsVerified(t *testing.T) {
 	f := newFixture(t)
-	jump := newTestServer(t, f.client.PublicKey())
+	jump := sshtest.New(t, f.client.Signer.PublicKey())
 	f.trust(t, f.srv) // the target is known, the bastion is not
-	je := jump.endpoint()
-	_, err := f.pool(t, func(c *Config) { c.Bastion = &je }).Get(context.Background(), f.srv.endpoint())
+	je := endpointOf(jump)
+	_, err := f.pool(t, func(c *Config) { c.Bastion = &je }).Get(context.Background(), endpointOf(f.srv))
 	if hk := hostKeyErr(t, err); hk.Host != je.addr() {
 		t.Fatalf("refused host = %s, want the bastion %s", hk.Host, je.addr())
 	}
@@ -319,18 +326,18 @@ func TestKeepaliveLossDropsConnectionAndRedials(t *testing.T) {
 		c.KeepaliveInterval = 50 * time.Millisecond
 		c.KeepaliveTimeout = 200 * time.Millisecond
 	})
-	c, err := p.Get(context.Background(), f.srv.endpoint())
+	c, err := p.Get(context.Background(), endpointOf(f.srv))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.srv.silentKeepalive.Store(true)
+	f.srv.SetSilentKeepalive(true)
 	select {
 	case <-c.closed:
 	case <-time.After(10 * time.Second):
 		t.Fatal("connection kept after keepalives went unanswered")
 	}
-	f.srv.silentKeepalive.Store(false)
-	c2, err := p.Get(context.Background(), f.srv.endpoint())
+	f.srv.SetSilentKeepalive(false)
+	c2, err := p.Get(context.Background(), endpointOf(f.srv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +356,7 @@ func TestOneConnectionPerEndpoint(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := p.Get(context.Background(), f.srv.endpoint())
+			c, err := p.Get(context.Background(), endpointOf(f.srv))
 			if err != nil {
 				t.Error(err)
 			}
@@ -371,7 +378,7 @@ func TestMaxParallelBoundsSessions(t *testing.T) {
 	f := newFixture(t)
 	f.trust(t, f.srv)
 	p := f.pool(t, func(c *Config) { c.MaxParallel = 2 })
-	c, err := p.Get(context.Background(), f.srv.endpoint())
+	c, err := p.Get(context.Background(), endpointOf(f.srv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +388,7 @@ func TestMaxParallelBoundsSessions(t *testing.T) {
 		go func() { defer wg.Done(); run(t, c, "sleep", "0.2") }()
 	}
 	wg.Wait()
-	if m := f.srv.maxRunning.Load(); m != 2 {
+	if m := f.srv.MaxRunning(); m != 2 {
 		t.Fatalf("max concurrent sessions = %d, want 2", m)
 	}
 }
@@ -392,7 +399,7 @@ func TestHeldLocksLeaveParallelSlotsFree(t *testing.T) {
 	f := newFixture(t)
 	f.trust(t, f.srv)
 	p := f.pool(t, func(c *Config) { c.MaxParallel = 2 })
-	c, err := p.Get(context.Background(), f.srv.endpoint())
+	c, err := p.Get(context.Background(), endpointOf(f.srv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +420,7 @@ func TestHeldLocksLeaveParallelSlotsFree(t *testing.T) {
 func TestRunQuotesArgvAndReportsFailure(t *testing.T) {
 	f := newFixture(t)
 	f.trust(t, f.srv)
-	c, err := f.pool(t, nil).Get(context.Background(), f.srv.endpoint())
+	c, err := f.pool(t, nil).Get(context.Background(), endpointOf(f.srv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,7 +435,7 @@ func TestRunQuotesArgvAndReportsFailure(t *testing.T) {
 	if string(res.Stdout) != "in" {
 		t.Fatalf("stdin did not arrive: %q", res.Stdout)
 	}
-	for _, want := range []string{f.srv.endpoint().addr(), "start ray", "exit status 7", "boom"} {
+	for _, want := range []string{endpointOf(f.srv).addr(), "start ray", "exit status 7", "boom"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not name %q: %v", want, err)
 		}
@@ -438,7 +445,7 @@ func TestRunQuotesArgvAndReportsFailure(t *testing.T) {
 func TestRunHonoursContext(t *testing.T) {
 	f := newFixture(t)
 	f.trust(t, f.srv)
-	c, err := f.pool(t, nil).Get(context.Background(), f.srv.endpoint())
+	c, err := f.pool(t, nil).Get(context.Background(), endpointOf(f.srv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +455,7 @@ func TestRunHonoursContext(t *testing.T) {
 	start := time.Now()
 	_, err = c.Run(ctx, Cmd{Step: "read node facts", Argv: []string{"sleep", "30"}})
 	// The error names the node, the step and why it stopped.
-	for _, want := range []string{f.srv.endpoint().addr(), "read node facts", why.Error()} {
+	for _, want := range []string{endpointOf(f.srv).addr(), "read node facts", why.Error()} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not name %q: %v", want, err)
 		}
@@ -461,7 +468,7 @@ func TestRunHonoursContext(t *testing.T) {
 func TestUploadIsAtomicWithMode(t *testing.T) {
 	f := newFixture(t)
 	f.trust(t, f.srv)
-	c, err := f.pool(t, nil).Get(context.Background(), f.srv.endpoint())
+	c, err := f.pool(t, nil).Get(context.Background(), endpointOf(f.srv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,7 +495,7 @@ func TestTunnelCarriesHTTP(t *testing.T) {
 	f.trust(t, f.srv)
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "healthy") }))
 	defer web.Close()
-	c, err := f.pool(t, nil).Get(context.Background(), f.srv.endpoint())
+	c, err := f.pool(t, nil).Get(context.Background(), endpointOf(f.srv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -499,8 +506,8 @@ func TestTunnelCarriesHTTP(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if string(b) != "healthy" || f.srv.tunnels.Load() == 0 {
-		t.Fatalf("body %q through %d tunnels", b, f.srv.tunnels.Load())
+	if string(b) != "healthy" || f.srv.Tunnels() == 0 {
+		t.Fatalf("body %q through %d tunnels", b, f.srv.Tunnels())
 	}
 }
 
@@ -518,7 +525,7 @@ func TestNewPoolRejectsMissingCredentials(t *testing.T) {
 func TestHoldKeepsCommandUntilRelease(t *testing.T) {
 	f := newFixture(t)
 	f.trust(t, f.srv)
-	c, err := f.pool(t, nil).Get(context.Background(), f.srv.endpoint())
+	c, err := f.pool(t, nil).Get(context.Background(), endpointOf(f.srv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,9 +552,9 @@ func TestHoldKeepsCommandUntilRelease(t *testing.T) {
 // bastion that is down is not that node's fault, and is not.
 func TestUnreachableThroughBastion(t *testing.T) {
 	f := newFixture(t)
-	jump := newTestServer(t, f.client.PublicKey())
+	jump := sshtest.New(t, f.client.Signer.PublicKey())
 	f.trust(t, jump)
-	je := jump.endpoint()
+	je := endpointOf(jump)
 	dead, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -562,7 +569,7 @@ func TestUnreachableThroughBastion(t *testing.T) {
 	// The bastion itself down.
 	down := je
 	down.Port = deadPort
-	_, err = f.pool(t, func(c *Config) { c.Bastion = &down; c.ConnectTimeout = 2 * time.Second }).Get(context.Background(), f.srv.endpoint())
+	_, err = f.pool(t, func(c *Config) { c.Bastion = &down; c.ConnectTimeout = 2 * time.Second }).Get(context.Background(), endpointOf(f.srv))
 	if err == nil || Unreachable(err) {
 		t.Fatalf("a dead bastion taken for an unreachable node: %v", err)
 	}

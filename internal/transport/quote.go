@@ -8,7 +8,11 @@ import (
 
 // Quote returns s as one POSIX shell word. Values that are plainly safe are
 // left bare so logged commands stay readable; everything else is wrapped in
-// single quotes, with embedded single quotes written as '\”.
+// single quotes. A single quote inside closes the quoting, adds an escaped
+// quote and opens it again (a code block here: in prose gofmt turns two
+// single quotes into a curly one):
+//
+//	it's  ->  'it'\''s'
 func Quote(s string) string {
 	if s == "" {
 		return "''"
