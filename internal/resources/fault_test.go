@@ -106,27 +106,30 @@ func TestAccRayCluster_destroyWithUnreachableWorker(t *testing.T) {
 		// be reached (the warning says so). The operator's hand, as told.
 		_, _ = lab.ExecAs(ctx, w, l.SSHUser, "sh", "-c", `rm -f "$HOME/.ray/auth_token" "$HOME/.ray/auth_token.terraform-provider-spark"`)
 	})
+	stopsByItself := func(*terraform.State) error {
+		if err := rayGone(l, head); err != nil {
+			return err
+		}
+		// The worker's raylet gives up on the GCS after
+		// gcs_rpc_server_reconnect_timeout_s (60 s): wait, bounded.
+		deadline := time.Now().Add(150 * time.Second)
+		for {
+			out, err := acctest.NodeProcesses(w)
+			if err == nil && out == "" {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("Ray still running on the unreachable worker %s 150 s after its head stopped: %w\n%s", w.Name, err, out)
+			}
+			time.Sleep(5 * time.Second)
+		}
+	}
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
 		ProtoV6ProviderFactories: acctest.Factories,
-		CheckDestroy: func(s *terraform.State) error {
-			if err := rayGone(l, head); err != nil {
-				return err
-			}
-			// The worker's raylet gives up on the GCS after
-			// gcs_rpc_server_reconnect_timeout_s (60 s): wait, bounded.
-			deadline := time.Now().Add(150 * time.Second)
-			for {
-				out, err := acctest.NodeProcesses(w)
-				if err == nil && out == "" {
-					return nil
-				}
-				if time.Now().After(deadline) {
-					return fmt.Errorf("Ray still running on the unreachable worker %s 150 s after its head stopped: %w\n%s", w.Name, err, out)
-				}
-				time.Sleep(5 * time.Second)
-			}
-		},
+		// The destroy step checks the nodes: a case's CheckDestroy runs only
+		// when state is left after the last step, which a destroy step empties.
+		CheckDestroy: stopsByItself,
 		Steps: []resource.TestStep{
 			{Config: config},
 			{
@@ -138,6 +141,7 @@ func TestAccRayCluster_destroyWithUnreachableWorker(t *testing.T) {
 				},
 				Config:  config,
 				Destroy: true,
+				Check:   stopsByItself,
 			},
 		},
 	})

@@ -31,12 +31,13 @@ func guards(found []preflight.Diagnostic, now bool) []preflight.Diagnostic {
 }
 
 // faultNow: an error reading the nodes that is a fault now, whatever the
-// plan starts: a host key that changed (strict or accept-new refuse it, as
+// plan starts: a host key that changed, or a host certificate from a
+// trusted CA that is not valid (strict or accept-new refuse both, as
 // OpenSSH does; the plan must fail so a scheduled plan's exit code shows
 // it, not pass with a warning).
 func faultNow(err error) bool {
 	var hk *transport.HostKeyError
-	return errors.As(err, &hk) && hk.Problem == transport.HostKeyChanged
+	return errors.As(err, &hk) && (hk.Problem == transport.HostKeyChanged || hk.Problem == transport.HostKeyBadCert)
 }
 
 // destroyHint is the one line that says how to destroy anyway.

@@ -1,11 +1,14 @@
 package resources
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
 func sample() diag.Diagnostics {
@@ -49,5 +52,24 @@ func TestKeptRunningDemotesErrorsOnly(t *testing.T) {
 	}
 	if got[2].Detail() != "detail C" {
 		t.Errorf("a warning was changed: %q", got[2].Detail())
+	}
+}
+
+// Which read errors fail a plan that starts nothing: a refused host key or
+// certificate does (a scheduled plan must see it in its exit code); an
+// unknown key (accept-new learns it) and other read errors do not.
+func TestFaultNowIsARefusedHostKey(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&transport.Error{Step: "handshake", ExitStatus: -1, Err: &transport.HostKeyError{Problem: transport.HostKeyChanged}}, true},
+		{&transport.Error{Step: "handshake", ExitStatus: -1, Err: &transport.HostKeyError{Problem: transport.HostKeyBadCert}}, true},
+		{&transport.Error{Step: "handshake", ExitStatus: -1, Err: &transport.HostKeyError{Problem: transport.HostKeyUnknown}}, false},
+		{&transport.Error{Step: "connect", ExitStatus: -1, Err: errors.New("connection refused")}, false},
+	} {
+		if got := faultNow(c.err); got != c.want {
+			t.Errorf("faultNow(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }

@@ -132,7 +132,8 @@ func keyscanTarget(hostport string) string {
 // every node behind it looks the same, and none is to blame).
 func Unreachable(err error) bool {
 	var e *Error
-	return errors.As(err, &e) && e.ExitStatus < 0 &&
+	var refused *HostKeyError // the host answered: its key is the problem
+	return errors.As(err, &e) && e.ExitStatus < 0 && !errors.As(err, &refused) &&
 		(e.Step == "connect" || e.Step == "handshake" || strings.HasPrefix(e.Step, tunnelStep))
 }
 

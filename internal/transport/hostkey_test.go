@@ -144,6 +144,11 @@ func TestChangedKeyMessageNamesBothFingerprints(t *testing.T) {
 	if got := hostKeyErr(t, err).Error(); got != want {
 		t.Fatalf("message:\n%s\nwant:\n%s", got, want)
 	}
+	// A node that answered with another key is not unreachable: removing
+	// it from the cluster (as an unreachable worker is) would hide the change.
+	if Unreachable(err) {
+		t.Fatalf("a changed host key counts as unreachable: %v", err)
+	}
 }
 
 // A changed key is refused even when the host also has a CA on file: the
