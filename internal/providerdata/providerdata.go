@@ -13,7 +13,9 @@ import (
 	dschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -92,17 +94,30 @@ func NodeAccessDataSourceAttributes() map[string]dschema.Attribute {
 
 // NodeAccessResourceAttributes are the same attributes in a resource's
 // schema. hostDoc replaces ssh_host's description when not empty; onChange
-// says what changing ssh_host does; hostModifiers are its plan modifiers.
-func NodeAccessResourceAttributes(hostDoc, onChange string, hostModifiers []planmodifier.String) map[string]rschema.Attribute {
+// says what changing where or as whom the node is reached does (ssh_host,
+// ssh_port, ssh_user: another port may be another machine behind one
+// address, and another user runs other processes, which the first user's
+// cannot be stopped by); replace makes those three replace the resource.
+// host_key only checks the node, so changing it restarts nothing.
+func NodeAccessResourceAttributes(hostDoc, onChange string, replace bool) map[string]rschema.Attribute {
 	if hostDoc == "" {
 		hostDoc = sshHostDoc
 	}
+	var hostMods, userMods []planmodifier.String
+	var portMods []planmodifier.Int64
+	if replace {
+		hostMods, userMods = []planmodifier.String{stringplanmodifier.RequiresReplace()}, []planmodifier.String{stringplanmodifier.RequiresReplace()}
+		portMods = []planmodifier.Int64{int64planmodifier.RequiresReplace()}
+	}
 	return map[string]rschema.Attribute{
 		"ssh_host": rschema.StringAttribute{Required: true, MarkdownDescription: hostDoc + onChange,
-			Validators: sshHostValidators, PlanModifiers: hostModifiers},
-		"ssh_port": rschema.Int64Attribute{Optional: true, MarkdownDescription: sshPortDoc, Validators: sshPortValidators},
-		"ssh_user": rschema.StringAttribute{Optional: true, MarkdownDescription: sshUserDoc, Validators: sshUserValidators},
-		"host_key": rschema.StringAttribute{Optional: true, MarkdownDescription: hostKeyDoc, Validators: hostKeyValidators},
+			Validators: sshHostValidators, PlanModifiers: hostMods},
+		"ssh_port": rschema.Int64Attribute{Optional: true, MarkdownDescription: sshPortDoc + onChange, Validators: sshPortValidators,
+			PlanModifiers: portMods},
+		"ssh_user": rschema.StringAttribute{Optional: true, MarkdownDescription: sshUserDoc + " The processes run as this user." + onChange,
+			Validators: sshUserValidators, PlanModifiers: userMods},
+		"host_key": rschema.StringAttribute{Optional: true, MarkdownDescription: hostKeyDoc + " Changing it restarts nothing.",
+			Validators: hostKeyValidators},
 	}
 }
 

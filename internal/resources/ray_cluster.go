@@ -72,6 +72,12 @@ func (r *rayClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
 	}
 	creating := state == nil // resp.RequiresReplace is empty here: the attributes' replaces are not visible
+	planRayDefaults(&plan, &config)
+	if !creating && !sameCustom(state.Head, plan.Head) {
+		// Removed from the configuration: the head runs with Ray's defaults.
+		resp.RequiresReplace.Append(path.Root("head").AtName("resources"), path.Root("head").AtName("labels"))
+		creating = true
+	}
 	spec, diags := plan.spec(ctx)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
@@ -183,6 +189,34 @@ func (r *rayClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
+// planRayDefaults plans resources and labels left null in the
+// configuration as what Ray registers without them: none of ours. Left to
+// the framework, these optional, computed attributes would keep the prior
+// state's values, and removing them from a configuration would change
+// nothing on the nodes and show no diff.
+func planRayDefaults(plan, config *clusterModel) {
+	none := func(n, c *rayNodeModel) {
+		if c == nil {
+			return
+		}
+		if c.Resources.IsNull() {
+			n.Resources = types.MapValueMust(types.Float64Type, map[string]attr.Value{})
+		}
+		if c.Labels.IsNull() {
+			n.Labels = types.MapValueMust(types.StringType, map[string]attr.Value{})
+		}
+	}
+	none(plan.Head, config.Head)
+	for name, w := range plan.Workers {
+		none(w, config.Workers[name])
+	}
+}
+
+// sameCustom: the node's custom resources and labels are planned as they run.
+func sameCustom(old, n *rayNodeModel) bool {
+	return (n.Resources.IsUnknown() || old.Resources.Equal(n.Resources)) && (n.Labels.IsUnknown() || old.Labels.Equal(n.Labels))
+}
+
 // keepFromState plans a cluster that changes nothing as the state has it.
 func keepFromState(plan, state *clusterModel) {
 	plan.ID, plan.HeadAddress, plan.RayVersion = state.ID, state.HeadAddress, state.RayVersion
@@ -220,12 +254,18 @@ func sameNodeIP(old, b *rayNodeModel) bool {
 	return b.NodeIP.Equal(old.NodeIP) || b.NodeIP.Equal(old.RegisteredIP)
 }
 
+// sameEndpoint: the worker is reached at the same place as the same user.
+func sameEndpoint(a, b *rayNodeModel) bool {
+	return a.SSHHost.Equal(b.SSHHost) && a.SSHPort.Equal(b.SSHPort) && a.SSHUser.Equal(b.SSHUser)
+}
+
 // sameNode: a worker whose Ray-facing settings did not change keeps running.
+// Where and as whom it is reached count: another port may be another
+// machine, and Ray runs as the SSH user (the old one stops it, the new one
+// starts it). host_key only checks the node.
 func sameNode(a, b *rayNodeModel) bool {
-	return a.SSHHost.Equal(b.SSHHost) && sameNodeIP(a, b) &&
-		(b.NumGPUs.IsUnknown() || a.NumGPUs.Equal(b.NumGPUs)) &&
-		(b.Resources.IsUnknown() || a.Resources.Equal(b.Resources)) &&
-		(b.Labels.IsUnknown() || a.Labels.Equal(b.Labels))
+	return sameEndpoint(a, b) && sameNodeIP(a, b) &&
+		(b.NumGPUs.IsUnknown() || a.NumGPUs.Equal(b.NumGPUs)) && sameCustom(a, b)
 }
 
 func (r *rayClusterResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -614,7 +654,7 @@ func (r *rayClusterResource) Update(ctx context.Context, req resource.UpdateRequ
 				resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(name), "Cannot stop Ray worker", err.Error())
 				return
 			}
-			if !ok {
+			if !ok || !sameEndpoint(w, nw) { // the token stays with the Ray it was for: not on a node (or user) it left
 				r.removeToken(ctx, old, old.Workers[name], &resp.Diagnostics)
 			}
 			stop = append(stop, name)

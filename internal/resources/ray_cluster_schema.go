@@ -46,15 +46,13 @@ func nodeAttributes(head bool) map[string]schema.Attribute {
 		}
 		return desc + " Changing it restarts Ray on this worker only."
 	}
-	headReplace := []planmodifier.String{}
 	headReplaceInt := []planmodifier.Int64{}
 	headReplaceMap := []planmodifier.Map{}
 	if head {
-		headReplace = append(headReplace, stringplanmodifier.RequiresReplace())
 		headReplaceInt = append(headReplaceInt, int64planmodifier.RequiresReplaceIfConfigured())
 		headReplaceMap = append(headReplaceMap, mapplanmodifier.RequiresReplaceIfConfigured())
 	}
-	attrs := providerdata.NodeAccessResourceAttributes("", replace(""), headReplace)
+	attrs := providerdata.NodeAccessResourceAttributes("", replace(""), head)
 	for k, a := range map[string]schema.Attribute{
 		"node_ip": schema.StringAttribute{Optional: true, Validators: []validator.String{nodeIPValidator},
 			MarkdownDescription: replace("`--node-ip-address`: the IP Ray registers for this node (`node:<ip>`). Must be a literal IP bound " +

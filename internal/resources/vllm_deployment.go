@@ -92,7 +92,7 @@ var hostIPValidator = providerdata.StringCheck{Desc: "a literal IP address", Sum
 
 func (r *vllmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	headAttrs := providerdata.NodeAccessResourceAttributes("The Ray head's SSH address: `vllm serve` runs there.",
-		" Changing it moves the deployment.", []planmodifier.String{stringplanmodifier.RequiresReplace()})
+		" Changing it moves the deployment.", true)
 	restart := "Changing it restarts the server in place, behind the same readiness gate."
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "`vllm serve` on the head of a Ray cluster. The plan checks, from Ray's live node table, that the " +

@@ -1,0 +1,144 @@
+package resources_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/acctest"
+	"github.com/lab-infra/terraform-provider-spark/internal/lab"
+)
+
+// raylet is the raylet on a node as "<pid> <user>"; "" when none runs.
+func raylet(t *testing.T, n lab.Node) string {
+	t.Helper()
+	out, err := lab.Exec(context.Background(), n, "sh", "-c", "ps -o pid=,user= -C raylet || true")
+	if err != nil {
+		t.Fatalf("raylet on %s: %v (%s)", n.Name, err, out)
+	}
+	return strings.Join(strings.Fields(out), " ")
+}
+
+// TestAccRayCluster_attributeChanges: the cluster-level rows of the
+// attribute-change table (attribute_changes_test.go) that only a lab shows,
+// each change applied and then looked for on the nodes: removing a
+// worker's labels and resources restarts that worker only, and Ray there
+// registers none; a second SSH user on a worker makes Ray run there as that
+// user (and back); a pinned host key restarts nothing; head labels set and
+// then removed replace the cluster both ways.
+func TestAccRayCluster_attributeChanges(t *testing.T) {
+	l := acctest.Lab(t)
+	head, w := l.Nodes[0], l.Nodes[1]
+	base := clusterConfig(l, "", map[string]string{w.Name: ""})
+	worker := func(lines ...string) string { // the worker's block with more attribute lines
+		return strings.Replace(base, "      num_gpus = 1\n", "      num_gpus = 1\n      "+strings.Join(lines, "\n      ")+"\n", 1)
+	}
+	headWith := func(line string) string {
+		return strings.Replace(base, "    num_gpus = 1\n", "    num_gpus = 1\n    "+line+"\n", 1)
+	}
+	custom := worker(`labels    = { rack = "r1" }`, `resources = { "spark.w" = 1 }`)
+	hostKey := worker(fmt.Sprintf("host_key  = %q", w.HostKey))
+	secondUser := worker(fmt.Sprintf("ssh_user  = %q", l.SecondSSHUser))
+	workerPath := func(attr string) tfjsonpath.Path { return tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey(attr) }
+	var headBefore, workerBefore string
+	note := func() { headBefore, workerBefore = raylet(t, head), raylet(t, w) }
+	// expect checks each node's raylet against the one noted before the step.
+	expect := func(headRestarts, workerRestarts bool, workerUser string) resource.TestCheckFunc {
+		return func(*terraform.State) error {
+			h, wk := raylet(t, head), raylet(t, w)
+			if (h != headBefore) != headRestarts {
+				return fmt.Errorf("head raylet %q -> %q: restarted = %v, want %v", headBefore, h, h != headBefore, headRestarts)
+			}
+			if (wk != workerBefore) != workerRestarts {
+				return fmt.Errorf("worker raylet %q -> %q: restarted = %v, want %v", workerBefore, wk, wk != workerBefore, workerRestarts)
+			}
+			if f := strings.Fields(wk); len(f) != 2 || f[1] != workerUser {
+				return fmt.Errorf("worker raylet %q, want one run by %s", wk, workerUser)
+			}
+			return nil
+		}
+	}
+	t.Cleanup(func() {
+		// The second user's Ray, if a failed step left it.
+		_, _ = lab.ExecAs(context.Background(), w, l.SecondSSHUser, "sh", "-c", head.RayCommand+" stop --force >/dev/null 2>&1; rm -f \"$HOME/.ray/auth_token\"")
+	})
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy:             noRayLeft(l),
+		Steps: []resource.TestStep{
+			{Config: custom},
+			{
+				PreConfig: note,
+				Config:    base, // labels and resources removed (a value to null)
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(clusterAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(clusterAddr, workerPath("labels"), knownvalue.MapExact(map[string]knownvalue.Check{})),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(clusterAddr, workerPath("resources"), knownvalue.MapExact(map[string]knownvalue.Check{})),
+				},
+				Check: expect(false, true, l.SSHUser),
+			},
+			{
+				PreConfig: note,
+				Config:    hostKey, // null to a value: checks the node, restarts nothing
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(clusterAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: expect(false, false, l.SSHUser),
+			},
+			{
+				PreConfig: note,
+				Config:    secondUser, // null to a value: Ray there runs as that user
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(clusterAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: expect(false, true, l.SecondSSHUser),
+			},
+			{
+				PreConfig: note,
+				Config:    base, // and back (a value to null)
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(clusterAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: resource.ComposeTestCheckFunc(expect(false, true, l.SSHUser), func(*terraform.State) error {
+					// The provider's token left with the second user's Ray.
+					out, err := lab.ExecAs(context.Background(), w, l.SecondSSHUser, "sh", "-c", `ls "$HOME/.ray/auth_token" 2>/dev/null || true`)
+					if err != nil || strings.TrimSpace(out) != "" {
+						return fmt.Errorf("the second user's Ray token stayed on %s: %q %v", w.Name, out, err)
+					}
+					return nil
+				}),
+			},
+			{
+				PreConfig: note,
+				Config:    headWith(`labels   = { role = "head" }`), // null to a value on the head
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(clusterAddr, plancheck.ResourceActionReplace),
+				}},
+				Check: expect(true, true, l.SSHUser),
+			},
+			{
+				PreConfig: note,
+				Config:    base, // and removed: Ray's head runs without it
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(clusterAddr, plancheck.ResourceActionReplace),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("head").AtMapKey("labels"), knownvalue.MapExact(map[string]knownvalue.Check{})),
+				},
+				Check: expect(true, true, l.SSHUser),
+			},
+			{Config: base, PlanOnly: true}, // and settled: the next plan is empty
+		},
+	})
+}
