@@ -75,10 +75,9 @@ func (s Spec) Endpoints() map[string]transport.Endpoint {
 type Manager struct {
 	Pool *transport.Pool
 
-	mu        sync.Mutex
-	snapshots map[string]snapshot // GCS address -> node table read during this plan
-	planned   map[string]Planned  // GCS address -> what a cluster's plan concluded in this run
-	running   map[string]bool     // head SSH host:GCS port -> a resource's cluster runs there (NoteRunning)
+	mu        sync.Mutex          // guards snapshots
+	snapshots map[string]snapshot // head SSH host|GCS address -> node table read moments ago (table.go)
+	memo      planMemo            // what this run's cluster plans concluded (memo.go)
 }
 
 // NewManager is the provider-wide cluster manager.
