@@ -43,39 +43,10 @@ func (m *Manager) Start(ctx context.Context, s Spec, n NodeSpec, headIP, registe
 	if err := m.EnsureRuntime(ctx, s, n); err != nil {
 		return err
 	}
-	if s.AuthToken {
-		var err error
-		if n.Name == HeadName {
-			err = m.ensureToken(ctx, s, n)
-		} else {
-			err = m.putToken(ctx, s, n, token)
-		}
-		if err != nil {
-			return err
-		}
+	if err := m.placeToken(ctx, s, n, token); err != nil {
+		return err
 	}
-	env := map[string]string{}
-	for k, v := range s.Env {
-		env[k] = v
-	}
-	for k, v := range s.SecretEnv {
-		env[k] = v
-	}
-	if s.AuthToken {
-		env["RAY_AUTH_MODE"] = "token"
-	}
-	if _, given := env["VLLM_HOST_IP"]; !given && registeredIP != "" {
-		env["VLLM_HOST_IP"] = registeredIP
-	}
-	o := ray.StartOptions{RayCommand: s.Runtime.Ray(), NodeIP: n.NodeIP, NumGPUs: n.NumGPUs, Resources: n.Resources,
-		Labels: n.Labels, Env: env, ExtraArgs: s.StartArgs}
-	step := "start Ray worker " + n.Name
-	if n.Name == HeadName {
-		o.Head, o.GCSPort, o.DashboardHost = true, s.GCSPort, s.DashboardHost
-		step = "start Ray head"
-	} else {
-		o.HeadAddress = net.JoinHostPort(headIP, strconv.Itoa(s.GCSPort))
-	}
+	o, step := startOptions(s, n, headIP, startEnv(s, registeredIP))
 	argv, envFile, err := ray.StartCommand(o)
 	if err != nil {
 		return err
@@ -90,6 +61,56 @@ func (m *Manager) Start(ctx context.Context, s Spec, n NodeSpec, headIP, registe
 	}
 	tflog.Info(ctx, "Ray started", map[string]any{"node": n.Name, "host": n.Endpoint.Host, "duration_ms": time.Since(start).Milliseconds()})
 	return nil
+}
+
+// placeToken gives the node the cluster's auth token before its Ray starts,
+// when the cluster uses token authentication: the head keeps or gets one,
+// a worker gets the head's.
+func (m *Manager) placeToken(ctx context.Context, s Spec, n NodeSpec, token string) error {
+	switch {
+	case !s.AuthToken:
+		return nil
+	case n.Name == HeadName:
+		return m.ensureToken(ctx, s, n)
+	default:
+		return m.putToken(ctx, s, n, token)
+	}
+}
+
+// startEnv is the environment a node's Ray starts with: the cluster's env,
+// its write-only secret env over it, token mode when asked, and
+// VLLM_HOST_IP set to the address Ray registers unless env gives one.
+func startEnv(s Spec, registeredIP string) map[string]string {
+	env := map[string]string{}
+	for k, v := range s.Env {
+		env[k] = v
+	}
+	for k, v := range s.SecretEnv {
+		env[k] = v
+	}
+	if s.AuthToken {
+		env["RAY_AUTH_MODE"] = "token"
+	}
+	if _, given := env["VLLM_HOST_IP"]; !given && registeredIP != "" {
+		env["VLLM_HOST_IP"] = registeredIP
+	}
+	return env
+}
+
+// startOptions is the node's ray start, and the step name its logs and
+// errors carry: the head listens on the GCS port, a worker joins the head
+// at headIP.
+func startOptions(s Spec, n NodeSpec, headIP string, env map[string]string) (ray.StartOptions, string) {
+	o := ray.StartOptions{RayCommand: s.Runtime.Ray(), NodeIP: n.NodeIP, NumGPUs: n.NumGPUs, Resources: n.Resources,
+		Labels: n.Labels, Env: env, ExtraArgs: s.StartArgs}
+	step := "start Ray worker " + n.Name
+	if n.Name == HeadName {
+		o.Head, o.GCSPort, o.DashboardHost = true, s.GCSPort, s.DashboardHost
+		step = "start Ray head"
+	} else {
+		o.HeadAddress = net.JoinHostPort(headIP, strconv.Itoa(s.GCSPort))
+	}
+	return o, step
 }
 
 // Stop stops this cluster's Ray on one node (gcsAddr: the head's registered
@@ -133,17 +154,9 @@ func (m *Manager) WaitRegistered(ctx context.Context, s Spec, gcsAddr string, wa
 		t, err := m.Table(ctx, s, gcsAddr)
 		if err == nil && t.GCSUp {
 			last = t
-			missing := ""
-			for name, ip := range want {
-				if _, ok := t.Alive(ip); ok {
-					continue
-				}
-				missing = name
-				for _, n := range t.Nodes {
-					if n.Alive && hostnames[name] != "" && n.Hostname == hostnames[name] && n.IP != ip {
-						return t, &RegistrationError{Node: name, Want: ip, Got: []string{n.IP}}
-					}
-				}
+			missing, wrong := checkRegistered(t, want, hostnames)
+			if wrong != nil {
+				return t, wrong
 			}
 			if missing == "" {
 				for _, name := range slices.Sorted(maps.Keys(want)) {
@@ -166,4 +179,23 @@ func (m *Manager) WaitRegistered(ctx context.Context, s Spec, gcsAddr string, wa
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// checkRegistered compares Ray's node table with the nodes wanted (name ->
+// IP): wrong when a node's hostname is alive under another IP (Ray will
+// not move it, so waiting is pointless), else missing names one node not
+// alive under its IP yet ("" when every node is).
+func checkRegistered(t ray.Table, want, hostnames map[string]string) (missing string, wrong *RegistrationError) {
+	for name, ip := range want {
+		if _, ok := t.Alive(ip); ok {
+			continue
+		}
+		missing = name
+		for _, n := range t.Nodes {
+			if n.Alive && hostnames[name] != "" && n.Hostname == hostnames[name] && n.IP != ip {
+				return missing, &RegistrationError{Node: name, Want: ip, Got: []string{n.IP}}
+			}
+		}
+	}
+	return missing, nil
 }
