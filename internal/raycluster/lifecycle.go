@@ -1,6 +1,6 @@
-// Starting and stopping Ray on a node, and waiting until the nodes
-// registered under the addresses the plan predicted: the apply's side of a
-// cluster.
+// Starting Ray on a node (its runtime's container first, when it has one)
+// and stopping it, and waiting until the nodes registered under the
+// addresses the plan predicted: the apply's side of a cluster.
 
 package raycluster
 

@@ -1,6 +1,6 @@
-// Ray's node table, read through the head: what registered and where. Plan
-// time readers (refresh, plan, data sources) share a snapshot for a few
-// seconds, so one plan does not read the same table once per resource.
+// Ray's node table, read through the head: what registered and where.
+// Readers at plan time (refresh, plan, data sources) share a snapshot for a
+// few seconds, so one plan does not read the same table once per resource.
 
 package raycluster
 
