@@ -2,6 +2,7 @@ package raycluster
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,35 +60,45 @@ func TestEvaluateCleanPlan(t *testing.T) {
 	}
 }
 
-// Each rule the cluster's plan calls, and the fact that trips it.
-func TestEvaluateCallsEveryRule(t *testing.T) {
-	for _, c := range []struct {
-		rule   string
-		break_ func(s *Spec, o *PlanOptions, hf *nodefacts.Facts, wf map[string]nodefacts.Facts)
-	}{
-		{"node_ip is not an address of this node", func(s *Spec, _ *PlanOptions, _ *nodefacts.Facts, _ map[string]nodefacts.Facts) {
+// ruleBreak is one rule the cluster's plan calls, and a change to
+// fabricPair's clean plan that trips it.
+type ruleBreak struct {
+	rule   string
+	break_ func(s *Spec, hf *nodefacts.Facts, wf map[string]nodefacts.Facts)
+}
+
+// headRuleBreaks trip the rules on the head alone.
+func headRuleBreaks() []ruleBreak {
+	return []ruleBreak{
+		{"node_ip is not an address of this node", func(s *Spec, _ *nodefacts.Facts, _ map[string]nodefacts.Facts) {
 			s.Head.NodeIP = "192.168.200.99"
 		}},
-		{"Cannot predict the head's Ray address", func(s *Spec, _ *PlanOptions, hf *nodefacts.Facts, _ map[string]nodefacts.Facts) {
+		{"Cannot predict the head's Ray address", func(s *Spec, hf *nodefacts.Facts, _ map[string]nodefacts.Facts) {
 			s.Head.NodeIP, hf.DefaultRouteIP = "", ""
 		}},
-		{"num_gpus exceeds the node's GPUs", func(s *Spec, _ *PlanOptions, hf *nodefacts.Facts, _ map[string]nodefacts.Facts) {
+		{"num_gpus exceeds the node's GPUs", func(s *Spec, hf *nodefacts.Facts, _ map[string]nodefacts.Facts) {
 			hf.GPUCount = 0
 		}},
-		{"GCS port is already in use on the head", func(_ *Spec, _ *PlanOptions, hf *nodefacts.Facts, _ map[string]nodefacts.Facts) {
+		{"GCS port is already in use on the head", func(_ *Spec, hf *nodefacts.Facts, _ map[string]nodefacts.Facts) {
 			hf.Listeners = []string{"gcs_server"}
 		}},
-		{"node_ip is not an address of this node", func(s *Spec, _ *PlanOptions, _ *nodefacts.Facts, _ map[string]nodefacts.Facts) {
+	}
+}
+
+// workerRuleBreaks trip the rules on a worker alone, or on its way to the head.
+func workerRuleBreaks() []ruleBreak {
+	return []ruleBreak{
+		{"node_ip is not an address of this node", func(s *Spec, _ *nodefacts.Facts, _ map[string]nodefacts.Facts) {
 			w := s.Workers["spark2"]
 			w.NodeIP = "192.168.200.99"
 			s.Workers["spark2"] = w
 		}},
-		{"num_gpus exceeds the node's GPUs", func(_ *Spec, _ *PlanOptions, _ *nodefacts.Facts, wf map[string]nodefacts.Facts) {
+		{"num_gpus exceeds the node's GPUs", func(_ *Spec, _ *nodefacts.Facts, wf map[string]nodefacts.Facts) {
 			f := wf["spark2"]
 			f.GPUCount = 0
 			wf["spark2"] = f
 		}},
-		{"Worker has no route to the head", func(s *Spec, _ *PlanOptions, _ *nodefacts.Facts, wf map[string]nodefacts.Facts) {
+		{"Worker has no route to the head", func(s *Spec, _ *nodefacts.Facts, wf map[string]nodefacts.Facts) {
 			w := s.Workers["spark2"]
 			w.NodeIP = ""
 			s.Workers["spark2"] = w
@@ -95,38 +106,50 @@ func TestEvaluateCallsEveryRule(t *testing.T) {
 			f.RouteTo = nil
 			wf["spark2"] = f
 		}},
-		{"Worker reaches the head only through a gateway", func(_ *Spec, _ *PlanOptions, _ *nodefacts.Facts, wf map[string]nodefacts.Facts) {
+		{"Worker reaches the head only through a gateway", func(_ *Spec, _ *nodefacts.Facts, wf map[string]nodefacts.Facts) {
 			f := wf["spark2"]
 			f.RouteTo = &nodefacts.Route{Dst: "192.168.200.12", Gateway: "10.1.0.1", Dev: "enP7s7", Src: "10.1.230.181"}
 			wf["spark2"] = f
 		}},
-		{"Two nodes would register the same IP", func(s *Spec, _ *PlanOptions, _ *nodefacts.Facts, _ map[string]nodefacts.Facts) {
+	}
+}
+
+// clusterRuleBreaks trip the rules that compare the nodes, or read the
+// cluster's env and settings.
+func clusterRuleBreaks() []ruleBreak {
+	return []ruleBreak{
+		{"Two nodes would register the same IP", func(s *Spec, _ *nodefacts.Facts, _ map[string]nodefacts.Facts) {
 			w := s.Workers["spark2"]
 			w.NodeIP = "192.168.200.12"
 			s.Workers["spark2"] = w
 		}},
-		{"Ray versions differ across nodes", func(_ *Spec, _ *PlanOptions, _ *nodefacts.Facts, wf map[string]nodefacts.Facts) {
+		{"Ray versions differ across nodes", func(_ *Spec, _ *nodefacts.Facts, wf map[string]nodefacts.Facts) {
 			f := wf["spark2"]
 			f.RayVersion = "2.51.0"
 			wf["spark2"] = f
 		}},
-		{"Interface named in env does not exist", func(s *Spec, _ *PlanOptions, _ *nodefacts.Facts, _ map[string]nodefacts.Facts) {
+		{"Interface named in env does not exist", func(s *Spec, _ *nodefacts.Facts, _ map[string]nodefacts.Facts) {
 			s.Env = map[string]string{"NCCL_SOCKET_IFNAME": "ib0"}
 		}},
-		{"VLLM_HOST_IP in env does not match the nodes' Ray addresses", func(s *Spec, _ *PlanOptions, _ *nodefacts.Facts, _ map[string]nodefacts.Facts) {
+		{"VLLM_HOST_IP in env does not match the nodes' Ray addresses", func(s *Spec, _ *nodefacts.Facts, _ map[string]nodefacts.Facts) {
 			s.Env = map[string]string{"VLLM_HOST_IP": "192.168.200.12"}
 		}},
-		{"Ray too old for token authentication", func(_ *Spec, _ *PlanOptions, hf *nodefacts.Facts, wf map[string]nodefacts.Facts) {
+		{"Ray too old for token authentication", func(_ *Spec, hf *nodefacts.Facts, wf map[string]nodefacts.Facts) {
 			hf.RayVersion = "2.40.0"
 			f := wf["spark2"]
 			f.RayVersion = "2.40.0"
 			wf["spark2"] = f
 		}},
-	} {
+	}
+}
+
+// Each rule the cluster's plan calls, and the fact that trips it.
+func TestEvaluateCallsEveryRule(t *testing.T) {
+	for _, c := range slices.Concat(headRuleBreaks(), workerRuleBreaks(), clusterRuleBreaks()) {
 		t.Run(c.rule, func(t *testing.T) {
 			s, hf, wf := fabricPair()
 			o := PlanOptions{}
-			c.break_(&s, &o, &hf, wf)
+			c.break_(&s, &hf, wf)
 			p := Evaluate(s, o, hf, wf)
 			if got := summaries(p); !strings.Contains(got, c.rule) {
 				t.Fatalf("want %q, got: %s", c.rule, got)

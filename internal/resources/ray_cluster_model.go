@@ -194,7 +194,7 @@ func addPreflight(diags *diag.Diagnostics, found []preflight.Diagnostic) {
 	}
 }
 
-// standardResources are Ray's own; what remains of a node's resources are
+// customResources drops Ray's own; what remains of a node's resources are
 // the custom ones the operator gave.
 func customResources(n ray.Node) map[string]float64 {
 	out := map[string]float64{}

@@ -1,5 +1,9 @@
-// Package resources holds the provider's resources: framework glue only —
-// schema, plan modification, CRUD — over the domain packages.
+// Package resources holds the provider's resources: schema, models, plan
+// modification and CRUD over the domain packages (internal/raycluster,
+// internal/vllmdeploy), which do the work on the nodes. It is more than
+// glue: it decides when a change replaces a cluster, which plan findings
+// fail a plan and which only warn so a destroy is never blocked
+// (waythrough.go), and the order of a cluster's apply and its rollback.
 package resources
 
 import (

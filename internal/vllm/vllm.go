@@ -1,7 +1,11 @@
-// Package vllm builds what it takes to run `vllm serve` on a Ray head: the
-// command line, the environment file, the launch and stop scripts, a parser
-// for a running server's command line (import), and the readiness gate.
-// Building is pure; only WaitReady does I/O, through the client it is given.
+// Package vllm runs `vllm serve` on a Ray head. What it builds is pure: the
+// command line (ServeArgv), the parsers of extra_args and of a running
+// server's command line and environment (ParseParallel, ParseServeArgv,
+// ParseFind), the host_ip check, and the shell scripts a node runs (launch,
+// stop, status, launch lock, find) as constants. The I/O is in two places:
+// Server's methods run those scripts over its SSH connection and reach the
+// server's HTTP port through it (server.go), and WaitReady, the readiness
+// gate, polls HTTP through the transport it is given (ready.go).
 package vllm
 
 import (

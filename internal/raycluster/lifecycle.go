@@ -1,0 +1,201 @@
+// Starting Ray on a node (its runtime's container first, when it has one)
+// and stopping it, and waiting until the nodes registered under the
+// addresses the plan predicted: the apply's side of a cluster.
+
+package raycluster
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/ray"
+	"github.com/lab-infra/terraform-provider-spark/internal/transport"
+)
+
+// EnsureRuntime starts the node's container when the runtime has one.
+func (m *Manager) EnsureRuntime(ctx context.Context, s Spec, n NodeSpec) error {
+	if argv := s.Runtime.EnsureArgv(); argv != nil {
+		_, err := m.run(ctx, n.Endpoint, "start runtime container", argv)
+		return err
+	}
+	return nil
+}
+
+// Start runs `ray start` for one node. Processes are started in their own
+// session with no terminal, so they outlive the SSH session. registeredIP
+// is the address Ray registers for the node (planned): it becomes the
+// node's VLLM_HOST_IP, which vLLM's worker actors read from the raylet's
+// environment.
+//
+// With token authentication the head keeps the token it already has at
+// Ray's default path (or gets a new random one) and a worker gets token,
+// read from the head: on stdin, never in argv, never in state.
+func (m *Manager) Start(ctx context.Context, s Spec, n NodeSpec, headIP, registeredIP, token string) error {
+	m.forget()
+	if err := m.EnsureRuntime(ctx, s, n); err != nil {
+		return err
+	}
+	if err := m.placeToken(ctx, s, n, token); err != nil {
+		return err
+	}
+	o, step := startOptions(s, n, headIP, startEnv(s, registeredIP))
+	argv, envFile, err := ray.StartCommand(o)
+	if err != nil {
+		return err
+	}
+	c, err := m.Pool.Get(ctx, n.Endpoint)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if _, err = c.Run(ctx, transport.Cmd{Step: step, Argv: s.Runtime.Wrap(append([]string{"setsid", "-w"}, argv...), true), Stdin: envFile}); err != nil {
+		return err
+	}
+	tflog.Info(ctx, "Ray started", map[string]any{"node": n.Name, "host": n.Endpoint.Host, "duration_ms": time.Since(start).Milliseconds()})
+	return nil
+}
+
+// placeToken gives the node the cluster's auth token before its Ray starts,
+// when the cluster uses token authentication: the head keeps or gets one,
+// a worker gets the head's.
+func (m *Manager) placeToken(ctx context.Context, s Spec, n NodeSpec, token string) error {
+	switch {
+	case !s.AuthToken:
+		return nil
+	case n.Name == HeadName:
+		return m.ensureToken(ctx, s, n)
+	default:
+		return m.putToken(ctx, s, n, token)
+	}
+}
+
+// startEnv is the environment a node's Ray starts with: the cluster's env,
+// its write-only secret env over it, token mode when asked, and
+// VLLM_HOST_IP set to the address Ray registers unless env gives one.
+func startEnv(s Spec, registeredIP string) map[string]string {
+	env := map[string]string{}
+	for k, v := range s.Env {
+		env[k] = v
+	}
+	for k, v := range s.SecretEnv {
+		env[k] = v
+	}
+	if s.AuthToken {
+		env["RAY_AUTH_MODE"] = "token"
+	}
+	if _, given := env["VLLM_HOST_IP"]; !given && registeredIP != "" {
+		env["VLLM_HOST_IP"] = registeredIP
+	}
+	return env
+}
+
+// startOptions is the node's ray start, and the step name its logs and
+// errors carry: the head listens on the GCS port, a worker joins the head
+// at headIP.
+func startOptions(s Spec, n NodeSpec, headIP string, env map[string]string) (ray.StartOptions, string) {
+	o := ray.StartOptions{RayCommand: s.Runtime.Ray(), NodeIP: n.NodeIP, NumGPUs: n.NumGPUs, Resources: n.Resources,
+		Labels: n.Labels, Env: env, ExtraArgs: s.StartArgs}
+	step := "start Ray worker " + n.Name
+	if n.Name == HeadName {
+		o.Head, o.GCSPort, o.DashboardHost = true, s.GCSPort, s.DashboardHost
+		step = "start Ray head"
+	} else {
+		o.HeadAddress = net.JoinHostPort(headIP, strconv.Itoa(s.GCSPort))
+	}
+	return o, step
+}
+
+// Stop stops this cluster's Ray on one node (gcsAddr: the head's registered
+// IP and GCS port), and only it: another cluster's Ray on the node, or
+// another user's, keeps running (ray.StopArgv). In a container this
+// provider created, the container goes with it.
+func (m *Manager) Stop(ctx context.Context, s Spec, n NodeSpec, gcsAddr string) error {
+	m.forget()
+	stop := ray.StopArgv(gcsAddr, s.GCSPort, n.Name == HeadName)
+	if _, err := m.run(ctx, n.Endpoint, "stop Ray on "+n.Name, s.Runtime.StopArgv(stop)); err != nil {
+		return err
+	}
+	tflog.Info(ctx, "Ray stopped", map[string]any{"node": n.Name, "host": n.Endpoint.Host})
+	return nil
+}
+
+// RegistrationError says Ray registered a node under another address than
+// the plan predicted, or not at all.
+type RegistrationError struct {
+	Node, Want string
+	Got        []string
+	Waited     time.Duration
+}
+
+func (e *RegistrationError) Error() string {
+	if len(e.Got) == 0 {
+		return fmt.Sprintf("Ray did not register %s as %s within %s", e.Node, e.Want, e.Waited.Round(time.Second))
+	}
+	return fmt.Sprintf("Ray registered %s as %s, not %s as planned: the node's address detection disagreed with the "+
+		"prediction. Set node_ip on %s to the address you want Ray to use", e.Node, strings.Join(e.Got, ", "), e.Want, e.Node)
+}
+
+// WaitRegistered polls the node table until every wanted node (name -> IP)
+// is alive under its IP. A node whose hostname shows up alive under
+// another IP fails at once.
+func (m *Manager) WaitRegistered(ctx context.Context, s Spec, gcsAddr string, want map[string]string, hostnames map[string]string) (ray.Table, error) {
+	start := time.Now()
+	var last ray.Table
+	var lastErr error
+	for {
+		t, err := m.Table(ctx, s, gcsAddr)
+		if err == nil && t.GCSUp {
+			last = t
+			missing, wrong := checkRegistered(t, want, hostnames)
+			if wrong != nil {
+				return t, wrong
+			}
+			if missing == "" {
+				for _, name := range slices.Sorted(maps.Keys(want)) {
+					tflog.Info(ctx, "Ray node registered", map[string]any{"node": name, "ip": want[name], "waited_ms": time.Since(start).Milliseconds()})
+				}
+				return t, nil
+			}
+			lastErr = &RegistrationError{Node: missing, Want: want[missing], Waited: time.Since(start)}
+		} else if err != nil {
+			lastErr = err
+		} else {
+			lastErr = fmt.Errorf("the head's GCS at %s does not answer: %s", gcsAddr, t.GCSError)
+		}
+		select {
+		case <-ctx.Done():
+			if lastErr == nil {
+				lastErr = ctx.Err()
+			}
+			return last, fmt.Errorf("%w (gave up: %w)", lastErr, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// checkRegistered compares Ray's node table with the nodes wanted (name ->
+// IP): wrong when a node's hostname is alive under another IP (Ray will
+// not move it, so waiting is pointless), else missing names one node not
+// alive under its IP yet ("" when every node is).
+func checkRegistered(t ray.Table, want, hostnames map[string]string) (missing string, wrong *RegistrationError) {
+	for name, ip := range want {
+		if _, ok := t.Alive(ip); ok {
+			continue
+		}
+		missing = name
+		for _, n := range t.Nodes {
+			if n.Alive && hostnames[name] != "" && n.Hostname == hostnames[name] && n.IP != ip {
+				return missing, &RegistrationError{Node: name, Want: ip, Got: []string{n.IP}}
+			}
+		}
+	}
+	return missing, nil
+}

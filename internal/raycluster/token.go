@@ -1,0 +1,65 @@
+// Ray's token authentication (RAY_AUTH_MODE=token): the head keeps or gets
+// a random token, workers get the head's over stdin, and a destroy removes
+// only a token this provider wrote. The token never reaches argv or state.
+
+package raycluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/transport"
+)
+
+// tokenScript writes stdin to Ray's default token path (0600) unless $1 is
+// "keep" and a token is already there. A token it writes gets a mark beside
+// it: the provider's own, which a destroy removes (RemoveTokenScript); one
+// it found and kept is the user's.
+const tokenScript = `f="$HOME/.ray/auth_token"
+if [ "$1" = keep ] && [ -s "$f" ]; then cat > /dev/null; exit 0; fi
+mkdir -p "$HOME/.ray" && chmod 700 "$HOME/.ray" && umask 077 &&
+cat > "$f.tmp" && chmod 600 "$f.tmp" && mv -f "$f.tmp" "$f" && : > "$f.terraform-provider-spark"`
+
+// RemoveTokenScript removes the token the provider wrote, once no Ray of
+// this user runs on the node any more (another cluster of the user's would
+// need it): a secret file does not outlive its cluster.
+const RemoveTokenScript = `f="$HOME/.ray/auth_token"
+[ -e "$f.terraform-provider-spark" ] || exit 0
+u=$(id -u)
+if pgrep -u "$u" -x raylet >/dev/null || pgrep -u "$u" -x gcs_server >/dev/null; then exit 0; fi
+rm -f -- "$f" "$f.terraform-provider-spark"`
+
+// RemoveToken runs RemoveTokenScript on a node, where Ray runs.
+func (m *Manager) RemoveToken(ctx context.Context, s Spec, n NodeSpec) error {
+	_, err := m.run(ctx, n.Endpoint, "remove Ray auth token on "+n.Name, s.Runtime.Wrap([]string{"sh", "-c", RemoveTokenScript}, false))
+	return err
+}
+
+func (m *Manager) ensureToken(ctx context.Context, s Spec, n NodeSpec) error {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return err
+	}
+	return m.runStdin(ctx, n.Endpoint, "write Ray auth token", s.Runtime.Wrap(transport.Script(tokenScript, "keep"), true), []byte(hex.EncodeToString(b)))
+}
+
+func (m *Manager) putToken(ctx context.Context, s Spec, n NodeSpec, token string) error {
+	if token == "" {
+		return fmt.Errorf("no Ray auth token read from the head for %s", n.Name)
+	}
+	return m.runStdin(ctx, n.Endpoint, "write Ray auth token on "+n.Name, s.Runtime.Wrap(transport.Script(tokenScript, "replace"), true), []byte(token))
+}
+
+// ReadToken reads the cluster's token from the head ("" when it has none).
+// It stays in memory, on its way to a worker.
+func (m *Manager) ReadToken(ctx context.Context, s Spec) (string, error) {
+	res, err := m.run(ctx, s.Head.Endpoint, "read Ray auth token",
+		s.Runtime.Wrap([]string{"sh", "-c", `cat "$HOME/.ray/auth_token" 2>/dev/null || true`}, false))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(res.Stdout)), nil
+}
