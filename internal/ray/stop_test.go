@@ -49,9 +49,12 @@ func pidOf(t *testing.T, cmdline string) int {
 	return 0
 }
 
+// stop runs the stop script on this machine. Port 46379, not Ray's 6379:
+// this machine sees the processes of containers on it too (a lab's
+// nodes), and a head stop takes the GCS server by its port.
 func stop(t *testing.T, gcsAddr string, head bool) {
 	t.Helper()
-	argv := StopArgv(gcsAddr, 6379, head)
+	argv := StopArgv(gcsAddr, 46379, head)
 	argv[len(argv)-1] = "1" // grace period: 1 s
 	if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
 		t.Fatalf("stop %s: %v\n%s", gcsAddr, err, out)
@@ -63,7 +66,7 @@ func stop(t *testing.T, gcsAddr string, head bool) {
 // (another head behind the same port), not the head's GCS server when
 // stopping a worker, not the shell a Ray was started from by hand.
 func TestStopScriptStopsOnlyThisCluster(t *testing.T) {
-	mine, other := "10.77.0.1:6379", "10.77.0.2:6379"
+	mine, other := "10.77.0.1:46379", "10.77.0.2:46379"
 	tag := os.Getpid()
 	sleeper := func(n int) string { return fmt.Sprintf("sleep %d.%d", 300+n, tag) }
 
@@ -73,7 +76,7 @@ func TestStopScriptStopsOnlyThisCluster(t *testing.T) {
 	// Another cluster's raylet, same GCS port, another head.
 	otherRaylet := fakeProc(t, nil, sleeper(2)+" & wait", "raylet", "--gcs-address="+other)
 	// The head's GCS server, which ignores SIGTERM (the SIGKILL path).
-	gcs := fakeProc(t, nil, `trap "" TERM; `+sleeper(3)+" & wait", "gcs_server", "--gcs_server_port=6379")
+	gcs := fakeProc(t, nil, `trap "" TERM; `+sleeper(3)+" & wait", "gcs_server", "--gcs_server_port=46379")
 	// An unfinished worker ray start, as the provider runs it.
 	starting := fakeProc(t, nil, sleeper(4)+" & wait", "ray", "start", "--address", mine, "--disable-usage-stats")
 	// A login shell that started a raylet without setsid: the shell and
@@ -107,5 +110,5 @@ func TestStopScriptStopsOnlyThisCluster(t *testing.T) {
 
 // Nothing of the cluster on the node: the stop succeeds.
 func TestStopScriptNothingToStop(t *testing.T) {
-	stop(t, "10.77.0.9:6379", true)
+	stop(t, "10.77.0.9:46379", true)
 }

@@ -657,6 +657,13 @@ func (r *rayClusterResource) Update(ctx context.Context, req resource.UpdateRequ
 			if !ok || !sameEndpoint(w, nw) { // the token stays with the Ray it was for: not on a node (or user) it left
 				r.removeToken(ctx, old, old.Workers[name], &resp.Diagnostics)
 			}
+			if ok && w.SSHHost.Equal(nw.SSHHost) && !w.SSHUser.Equal(nw.SSHUser) {
+				// Ray starts there as another user, in the same session.
+				if err := r.mgr.LeaveSession(ctx, old, old.Workers[name]); err != nil {
+					resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(name), "Cannot hand the worker to another SSH user", err.Error())
+					return
+				}
+			}
 			stop = append(stop, name)
 		}
 	}
