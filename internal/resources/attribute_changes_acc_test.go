@@ -114,7 +114,7 @@ func TestAccRayCluster_attributeChanges(t *testing.T) {
 					// The provider's token left with the second user's Ray.
 					out, err := lab.ExecAs(context.Background(), w, l.SecondSSHUser, "sh", "-c", `ls "$HOME/.ray/auth_token" 2>/dev/null || true`)
 					if err != nil || strings.TrimSpace(out) != "" {
-						return fmt.Errorf("the second user's Ray token stayed on %s: %q %v", w.Name, out, err)
+						return fmt.Errorf("the second user's Ray token stayed on %s: %q %w", w.Name, out, err)
 					}
 					return nil
 				}),

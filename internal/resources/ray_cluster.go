@@ -73,7 +73,8 @@ func (r *rayClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 	}
 	creating := state == nil // resp.RequiresReplace is empty here: the attributes' replaces are not visible
 	planRayDefaults(&plan, &config)
-	if !creating && !sameCustom(state.Head, plan.Head) {
+	customGone := !creating && !sameCustom(state.Head, plan.Head)
+	if customGone {
 		// Removed from the configuration: the head runs with Ray's defaults.
 		resp.RequiresReplace.Append(path.Root("head").AtName("resources"), path.Root("head").AtName("labels"))
 		creating = true
@@ -102,7 +103,7 @@ func (r *rayClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 		resp.RequiresReplace.Append(path.Root("head"))
 		creating = true
 	}
-	opts.Replacing = headDead || state == nil && r.mgr.Running(plan.Head.SSHHost.ValueString(), int(plan.GCSPort.ValueInt64()))
+	opts.Replacing = headDead || customGone || state == nil && r.mgr.Running(plan.Head.SSHHost.ValueString(), int(plan.GCSPort.ValueInt64()))
 	if !creating {
 		opts.HeadRunning = state.Head.Alive.ValueBool()
 		if sameNodeIP(state.Head, plan.Head) {
