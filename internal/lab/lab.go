@@ -78,32 +78,11 @@ func Up(ctx context.Context, o Options) (*File, error) {
 	if err := EnsureDocker(ctx, o.Log); err != nil {
 		return nil, err
 	}
-	// Each phase says how long it took: a new machine's lab-up is timed by phase.
-	t := time.Now()
-	phase := func(name string) {
-		o.Log("timing: %-20s %s", name, time.Since(t).Round(time.Second))
-		t = time.Now()
-	}
-	base, err := ensureBaseImage(ctx, cacheDir, o.Log)
+	phase := phaseTimer(o.Log)
+	image, volumes, err := buildImages(ctx, cacheDir, o.Log, phase)
 	if err != nil {
 		return nil, err
 	}
-	phase("base image")
-	var volumes []string // one per environment, in the order of pyenvs
-	for _, env := range pyenvs {
-		v, err := ensurePyenv(ctx, base, cacheDir, env, o.Log)
-		if err != nil {
-			return nil, err
-		}
-		volumes = append(volumes, v)
-	}
-	pyenv := volumes[0]
-	phase("python environments")
-	image, err := ensureNodeImage(ctx, base, cacheDir, o.Log)
-	if err != nil {
-		return nil, err
-	}
-	phase("node image")
 	keyFile, pub, err := ensureClientKey(dir)
 	if err != nil {
 		return nil, err
@@ -111,29 +90,9 @@ func Up(ctx context.Context, o Options) (*File, error) {
 	if err := ensureNetworks(ctx, o.Log); err != nil {
 		return nil, err
 	}
-	f := &File{
-		SSHUser:        sshUser,
-		SecondSSHUser:  secondSSHUser,
-		PrivateKeyFile: keyFile,
-		KnownHostsFile: filepath.Join(dir, "known_hosts"),
-		ExternalSubnet: externalSubnet,
-		FabricSubnet:   fabricSubnet,
-		RayVersion:     RayVersion(),
-		PyenvVolume:    pyenv,
-	}
+	f := newLabFile(dir, keyFile, volumes[0])
 	for i := 1; i <= o.Nodes; i++ {
-		n := Node{
-			Name:          fmt.Sprintf("spark%d", i),
-			Container:     fmt.Sprintf("%s%d", containerPrefix, i),
-			ExternalIP:    nthIP(externalSubnet, firstHostOctet+i-1),
-			FabricIP:      nthIP(fabricSubnet, firstHostOctet+i-1),
-			SSHPort:       22,
-			RayCommand:    rayCommand,
-			PythonCommand: pythonCommand,
-			VLLMCommand:   vllmCommand,
-			ModelPath:     modelPath,
-		}
-		n.SSHHost = n.ExternalIP
+		n := nodeSpec(i)
 		if err := ensureNode(ctx, &n, image, volumes, pub, o.Log); err != nil {
 			return nil, err
 		}
@@ -147,30 +106,13 @@ func Up(ctx context.Context, o Options) (*File, error) {
 	}
 	phase("node image in nodes")
 	f.NodeImage = image
-	if dv, err := docker(ctx, nil, "exec", f.Nodes[0].Container, "docker", "--version"); err == nil {
-		f.DockerVersion = strings.TrimSuffix(strings.Fields(dv)[2], ",")
-	}
+	f.DockerVersion = nodeDockerVersion(ctx, f.Nodes[0])
 	// Nodes beyond the requested count from an earlier, larger lab go away.
 	if err := removeExtraNodes(ctx, o.Nodes, o.Log); err != nil {
 		return nil, err
 	}
-	// The versions the nodes really run, read where they run.
-	if out, err := docker(ctx, nil, "exec", f.Nodes[0].Container, pythonCommand, "-c",
-		"import platform; from importlib.metadata import version; print(platform.python_version(), version('vllm'))"); err == nil {
-		if v := strings.Fields(out); len(v) == 2 {
-			f.PythonVersion, f.VLLMVersion = v[0], v[1]
-		}
-	} else {
-		return nil, fmt.Errorf("read the Python and vLLM versions on %s: %w", f.Nodes[0].Name, err)
-	}
-	second := pyenvs[1].mount
-	f.SecondVLLM = Environment{RayCommand: second + "/bin/ray", PythonCommand: second + "/bin/python",
-		VLLMCommand: second + "/bin/vllm", ModelPath: second + "/models/tiny-llama"}
-	if out, err := docker(ctx, nil, "exec", f.Nodes[0].Container, f.SecondVLLM.PythonCommand, "-c",
-		"from importlib.metadata import version; print(version('vllm'))"); err == nil {
-		f.SecondVLLM.VLLMVersion = strings.TrimSpace(out)
-	} else {
-		return nil, fmt.Errorf("read the second environment's vLLM version on %s: %w", f.Nodes[0].Name, err)
+	if err := readEnvironmentVersions(ctx, f); err != nil {
+		return nil, err
 	}
 	if err := writeKnownHosts(f); err != nil {
 		return nil, err
@@ -180,6 +122,109 @@ func Up(ctx context.Context, o Options) (*File, error) {
 	}
 	o.Log("lab up: %d nodes in %s (%s)", len(f.Nodes), FilePath(dir), time.Since(start).Round(time.Second))
 	return f, nil
+}
+
+// phaseTimer returns a function that logs how long the named phase took
+// since the previous one (or since phaseTimer): a new machine's lab-up is
+// timed by phase.
+func phaseTimer(log func(string, ...any)) func(name string) {
+	t := time.Now()
+	return func(name string) {
+		log("timing: %-20s %s", name, time.Since(t).Round(time.Second))
+		t = time.Now()
+	}
+}
+
+// buildImages makes the base image, the Python environment volumes (one
+// per environment, in the order of pyenvs) and the node image, each once.
+func buildImages(ctx context.Context, cacheDir string, log func(string, ...any), phase func(string)) (image string, volumes []string, err error) {
+	base, err := ensureBaseImage(ctx, cacheDir, log)
+	if err != nil {
+		return "", nil, err
+	}
+	phase("base image")
+	for _, env := range pyenvs {
+		v, err := ensurePyenv(ctx, base, cacheDir, env, log)
+		if err != nil {
+			return "", nil, err
+		}
+		volumes = append(volumes, v)
+	}
+	phase("python environments")
+	image, err = ensureNodeImage(ctx, base, cacheDir, log)
+	if err != nil {
+		return "", nil, err
+	}
+	phase("node image")
+	return image, volumes, nil
+}
+
+// newLabFile is the lab file before any node is added: what every node
+// shares.
+func newLabFile(dir, keyFile, pyenv string) *File {
+	return &File{
+		SSHUser:        sshUser,
+		SecondSSHUser:  secondSSHUser,
+		PrivateKeyFile: keyFile,
+		KnownHostsFile: filepath.Join(dir, "known_hosts"),
+		ExternalSubnet: externalSubnet,
+		FabricSubnet:   fabricSubnet,
+		RayVersion:     RayVersion(),
+		PyenvVolume:    pyenv,
+	}
+}
+
+// nodeSpec is the i-th node (from 1): its names and its addresses on both
+// lab networks, reached over SSH on its external address.
+func nodeSpec(i int) Node {
+	n := Node{
+		Name:          fmt.Sprintf("spark%d", i),
+		Container:     fmt.Sprintf("%s%d", containerPrefix, i),
+		ExternalIP:    nthIP(externalSubnet, firstHostOctet+i-1),
+		FabricIP:      nthIP(fabricSubnet, firstHostOctet+i-1),
+		SSHPort:       22,
+		RayCommand:    rayCommand,
+		PythonCommand: pythonCommand,
+		VLLMCommand:   vllmCommand,
+		ModelPath:     modelPath,
+	}
+	n.SSHHost = n.ExternalIP
+	return n
+}
+
+// nodeDockerVersion is the version of the Docker engine inside node n, ""
+// when it does not answer.
+func nodeDockerVersion(ctx context.Context, n Node) string {
+	dv, err := docker(ctx, nil, "exec", n.Container, "docker", "--version")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(strings.Fields(dv)[2], ",")
+}
+
+// readEnvironmentVersions records the Python and vLLM versions of both
+// environments as the first node really runs them, and where the second
+// environment's commands are.
+func readEnvironmentVersions(ctx context.Context, f *File) error {
+	node := f.Nodes[0]
+	out, err := docker(ctx, nil, "exec", node.Container, pythonCommand, "-c",
+		"import platform; from importlib.metadata import version; print(platform.python_version(), version('vllm'))")
+	if err != nil {
+		return fmt.Errorf("read the Python and vLLM versions on %s: %w", node.Name, err)
+	}
+	if v := strings.Fields(out); len(v) == 2 {
+		f.PythonVersion, f.VLLMVersion = v[0], v[1]
+	}
+	second := pyenvs[1].mount
+	f.SecondVLLM = Environment{RayCommand: second + "/bin/ray", PythonCommand: second + "/bin/python",
+		VLLMCommand: second + "/bin/vllm", ModelPath: second + "/models/tiny-llama"}
+	out, err = docker(ctx, nil, "exec", node.Container, f.SecondVLLM.PythonCommand, "-c",
+		"from importlib.metadata import version; print(version('vllm'))")
+	if err != nil {
+		return fmt.Errorf("read the second environment's vLLM version on %s: %w", node.Name, err)
+	}
+	f.SecondVLLM.VLLMVersion = strings.TrimSpace(out)
+	return nil
 }
 
 func ensureNetworks(ctx context.Context, log func(string, ...any)) error {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -191,83 +192,137 @@ func Parse(out string) (Facts, error) {
 		return Facts{}, fmt.Errorf("node facts output is truncated (no end marker): %q", tail(out))
 	}
 	f := Facts{Hostname: s["hostname"]}
-	if raw := s["interfaces"]; raw != "" {
-		var links []ipAddr
-		if err := json.Unmarshal([]byte(raw), &links); err != nil {
-			return Facts{}, fmt.Errorf("parse `ip -j addr` output: %w", err)
-		}
-		for _, l := range links {
-			i := Interface{Name: l.IfName, MTU: l.MTU}
-			for _, fl := range l.Flags {
-				if fl == "UP" {
-					i.Up = true
-				}
-			}
-			for _, a := range l.AddrInfo {
-				ip, err := netip.ParseAddr(a.Local)
-				if err != nil || (a.Family != "inet" && a.Family != "inet6") {
-					continue
-				}
-				p, err := ip.Prefix(a.PrefixLen)
-				if err != nil {
-					continue
-				}
-				i.Addresses = append(i.Addresses, netip.PrefixFrom(ip, p.Bits()))
-			}
-			f.Interfaces = append(f.Interfaces, i)
-		}
-		sort.SliceStable(f.Interfaces, func(a, b int) bool { return f.Interfaces[a].Name < f.Interfaces[b].Name })
-	} else {
-		return Facts{}, fmt.Errorf("the node printed no interfaces: is iproute2 (`ip`) installed?")
+	var err error
+	if f.Interfaces, err = parseInterfaces(s["interfaces"]); err != nil {
+		return Facts{}, err
 	}
-	if raw := s["route"]; raw != "" {
-		var routes []ipRoute
-		if err := json.Unmarshal([]byte(raw), &routes); err != nil {
-			return Facts{}, fmt.Errorf("parse `ip -j route get` output: %w", err)
-		}
-		if len(routes) > 0 {
-			if ip, err := netip.ParseAddr(routes[0].PrefSrc); err == nil {
-				f.DefaultRouteIP = ip.String()
-			}
-		}
+	if f.DefaultRouteIP, err = parseDefaultRouteIP(s["route"]); err != nil {
+		return Facts{}, err
 	}
-	if raw := s["route_to"]; raw != "" {
-		var routes []ipRoute
-		if err := json.Unmarshal([]byte(raw), &routes); err != nil {
-			return Facts{}, fmt.Errorf("parse `ip -j route get` output: %w", err)
-		}
-		if len(routes) > 0 {
-			r := routes[0]
-			f.RouteTo = &Route{Dst: r.Dst, Gateway: r.Gateway, Dev: r.Dev, Src: r.PrefSrc}
-		}
+	if f.RouteTo, err = parseRouteTo(s["route_to"]); err != nil {
+		return Facts{}, err
 	}
 	f.Listeners = listeners(s["listeners"])
 	f.TCP = s["tcp"]
-	if g := s["gpus"]; g != "" && g != "none" {
-		f.HasNvidiaSMI = true
-		n, err := strconv.Atoi(g)
-		if err != nil || n < 0 {
-			return Facts{}, fmt.Errorf("GPU count %q is not a number", g)
-		}
-		f.GPUCount = n
+	if f.HasNvidiaSMI, f.GPUCount, err = parseGPUs(s["gpus"]); err != nil {
+		return Facts{}, err
 	}
 	f.PythonVersion = version(s["python"])
 	f.RayVersion = version(s["ray"])
 	f.VLLMVersion = version(s["vllm"])
-	switch x := s["vllm_executor"]; x {
-	case "flag=0", "flag=1", "v2-only", "legacy-only":
-		f.VLLMExecutorSource = x
-	}
-	for _, line := range strings.Split(s["vllm_env"], "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok && strings.HasPrefix(k, "VLLM_") {
-			if f.VLLMEnv == nil {
-				f.VLLMEnv = map[string]string{}
-			}
-			f.VLLMEnv[k] = v
-		}
-	}
+	f.VLLMExecutorSource = executorSource(s["vllm_executor"])
+	f.VLLMEnv = vllmEnv(s["vllm_env"])
 	f.DockerVersion = strings.TrimSuffix(version(s["docker"]), ",")
 	return f, nil
+}
+
+// parseInterfaces reads `ip -j addr show`, sorted by interface name. Every
+// node has at least loopback, so no output means no iproute2.
+func parseInterfaces(raw string) ([]Interface, error) {
+	if raw == "" {
+		return nil, fmt.Errorf("the node printed no interfaces: is iproute2 (`ip`) installed?")
+	}
+	var links []ipAddr
+	if err := json.Unmarshal([]byte(raw), &links); err != nil {
+		return nil, fmt.Errorf("parse `ip -j addr` output: %w", err)
+	}
+	var out []Interface
+	for _, l := range links {
+		out = append(out, interfaceOf(l))
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].Name < out[b].Name })
+	return out, nil
+}
+
+// interfaceOf keeps a link's IPv4 and IPv6 addresses, skipping any whose
+// address or prefix length does not parse.
+func interfaceOf(l ipAddr) Interface {
+	i := Interface{Name: l.IfName, MTU: l.MTU, Up: slices.Contains(l.Flags, "UP")}
+	for _, a := range l.AddrInfo {
+		ip, err := netip.ParseAddr(a.Local)
+		if err != nil || (a.Family != "inet" && a.Family != "inet6") {
+			continue
+		}
+		p, err := ip.Prefix(a.PrefixLen)
+		if err != nil {
+			continue
+		}
+		i.Addresses = append(i.Addresses, netip.PrefixFrom(ip, p.Bits()))
+	}
+	return i
+}
+
+// parseRoutes reads `ip -j route get`; no output (no route) is no routes.
+func parseRoutes(raw string) ([]ipRoute, error) {
+	if raw == "" {
+		return nil, nil
+	}
+	var routes []ipRoute
+	if err := json.Unmarshal([]byte(raw), &routes); err != nil {
+		return nil, fmt.Errorf("parse `ip -j route get` output: %w", err)
+	}
+	return routes, nil
+}
+
+// parseDefaultRouteIP is the source address of the default route, "" when
+// there is none or it names no valid address.
+func parseDefaultRouteIP(raw string) (string, error) {
+	routes, err := parseRoutes(raw)
+	if err != nil || len(routes) == 0 {
+		return "", err
+	}
+	if ip, err := netip.ParseAddr(routes[0].PrefSrc); err == nil {
+		return ip.String(), nil
+	}
+	return "", nil
+}
+
+// parseRouteTo is the route to the address the script was given, nil when
+// it was given none or the node has no route there.
+func parseRouteTo(raw string) (*Route, error) {
+	routes, err := parseRoutes(raw)
+	if err != nil || len(routes) == 0 {
+		return nil, err
+	}
+	r := routes[0]
+	return &Route{Dst: r.Dst, Gateway: r.Gateway, Dev: r.Dev, Src: r.PrefSrc}, nil
+}
+
+// parseGPUs reads the gpus section: "none" (or nothing) when nvidia-smi is
+// absent, else the number of GPUs it listed.
+func parseGPUs(g string) (hasNvidiaSMI bool, count int, err error) {
+	if g == "" || g == "none" {
+		return false, 0, nil
+	}
+	n, err := strconv.Atoi(g)
+	if err != nil || n < 0 {
+		return false, 0, fmt.Errorf("GPU count %q is not a number", g)
+	}
+	return true, n, nil
+}
+
+// executorSource keeps only the values the script's Python can print, so a
+// stray line never passes for what the vLLM source says.
+func executorSource(x string) string {
+	switch x {
+	case "flag=0", "flag=1", "v2-only", "legacy-only":
+		return x
+	}
+	return ""
+}
+
+// vllmEnv reads the VLLM_* assignments `env` printed; nil when none.
+func vllmEnv(raw string) map[string]string {
+	var env map[string]string
+	for _, line := range strings.Split(raw, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && strings.HasPrefix(k, "VLLM_") {
+			if env == nil {
+				env = map[string]string{}
+			}
+			env[k] = v
+		}
+	}
+	return env
 }
 
 // listeners pulls process names out of `ss -Hltnp` lines such as

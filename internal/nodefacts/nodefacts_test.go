@@ -1,6 +1,7 @@
 package nodefacts
 
 import (
+	"encoding/json"
 	"net"
 	"net/netip"
 	"os"
@@ -261,5 +262,81 @@ func TestScriptReadsVLLMExecutorFromSource(t *testing.T) {
 		if f.VLLMExecutorSource != c.want {
 			t.Errorf("%s: executor source = %q, want %q", c.name, f.VLLMExecutorSource, c.want)
 		}
+	}
+}
+
+func TestParseGPUs(t *testing.T) {
+	for _, c := range []struct {
+		in      string
+		has     bool
+		count   int
+		wantErr bool
+	}{
+		{"", false, 0, false},
+		{"none", false, 0, false},
+		{"0", true, 0, false},
+		{"2", true, 2, false},
+		{"-1", false, 0, true},
+		{"NVIDIA-SMI has failed", false, 0, true},
+	} {
+		has, count, err := parseGPUs(c.in)
+		if has != c.has || count != c.count || (err != nil) != c.wantErr {
+			t.Errorf("parseGPUs(%q) = %v %d %v, want %v %d error=%v", c.in, has, count, err, c.has, c.count, c.wantErr)
+		}
+	}
+}
+
+func TestDefaultRouteIP(t *testing.T) {
+	for _, c := range []struct {
+		in, want string
+		wantErr  bool
+	}{
+		{"", "", false},
+		{"[]", "", false},
+		{`[{"dst":"8.8.8.8","prefsrc":"10.1.230.180"}]`, "10.1.230.180", false},
+		{`[{"dst":"8.8.8.8","prefsrc":"not an address"}]`, "", false},
+		{"[{", "", true},
+	} {
+		got, err := parseDefaultRouteIP(c.in)
+		if got != c.want || (err != nil) != c.wantErr {
+			t.Errorf("parseDefaultRouteIP(%q) = %q %v, want %q error=%v", c.in, got, err, c.want, c.wantErr)
+		}
+	}
+}
+
+func TestInterfaceOfSkipsUnusableAddresses(t *testing.T) {
+	var l ipAddr
+	raw := `{"ifname":"eth0","mtu":1500,"flags":["BROADCAST"],"addr_info":[` +
+		`{"family":"inet","local":"10.0.0.5","prefixlen":24},` +
+		`{"family":"inet","local":"garbage","prefixlen":24},` +
+		`{"family":"inet","local":"10.0.0.6","prefixlen":99},` +
+		`{"family":"link","local":"10.0.0.7","prefixlen":24}]}`
+	if err := json.Unmarshal([]byte(raw), &l); err != nil {
+		t.Fatal(err)
+	}
+	i := interfaceOf(l)
+	if i.Name != "eth0" || i.MTU != 1500 || i.Up || len(i.Addresses) != 1 || i.Addresses[0].String() != "10.0.0.5/24" {
+		t.Fatalf("interfaceOf = %+v", i)
+	}
+}
+
+func TestExecutorSourceKeepsOnlyKnownValues(t *testing.T) {
+	for in, want := range map[string]string{
+		"flag=0": "flag=0", "flag=1": "flag=1", "v2-only": "v2-only", "legacy-only": "legacy-only",
+		"": "", "flag=2": "", "Traceback (most recent call last):": "",
+	} {
+		if got := executorSource(in); got != want {
+			t.Errorf("executorSource(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestVLLMEnv(t *testing.T) {
+	if env := vllmEnv(""); env != nil {
+		t.Fatalf("no assignments gave %v, want nil", env)
+	}
+	env := vllmEnv("VLLM_HOST_IP=10.0.0.5\nPATH=/bin\nVLLM_USE_RAY_V2_EXECUTOR_BACKEND=1\nnot an assignment")
+	if len(env) != 2 || env["VLLM_HOST_IP"] != "10.0.0.5" || env["VLLM_USE_RAY_V2_EXECUTOR_BACKEND"] != "1" {
+		t.Fatalf("vllmEnv = %v", env)
 	}
 }

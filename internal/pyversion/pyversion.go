@@ -67,51 +67,81 @@ func Parse(s string) (Version, error) {
 	g := func(name string) string { return m[groups[name]] }
 	var v Version
 	var err error
-	if e := g("epoch"); e != "" {
-		if v.Epoch, err = number(e); err != nil {
-			return Version{}, err
-		}
+	if v.Epoch, err = optNumber(g("epoch")); err != nil {
+		return Version{}, err
 	}
-	for _, part := range strings.Split(g("release"), ".") {
+	if v.Release, err = parseRelease(g("release")); err != nil {
+		return Version{}, err
+	}
+	if v.Pre, err = parsePre(g("pre_l"), g("pre_n")); err != nil {
+		return Version{}, err
+	}
+	// The post number is in post_n1 ("1.0-1") or post_n2 ("1.0.post1"),
+	// never both.
+	if v.Post, err = optionalSegment(g("post") != "", g("post_n1")+g("post_n2")); err != nil {
+		return Version{}, err
+	}
+	if v.Dev, err = optionalSegment(g("dev_l") != "", g("dev_n")); err != nil {
+		return Version{}, err
+	}
+	v.Local = parseLocal(g("local"))
+	return v, nil
+}
+
+// parseRelease reads the dot-separated release segments, "0.10.1.1".
+func parseRelease(s string) ([]int, error) {
+	var release []int
+	for _, part := range strings.Split(s, ".") {
 		n, err := number(part)
 		if err != nil {
-			return Version{}, err
+			return nil, err
 		}
-		v.Release = append(v.Release, n)
+		release = append(release, n)
 	}
-	if l := g("pre_l"); l != "" {
-		n, err := optNumber(g("pre_n"))
-		if err != nil {
-			return Version{}, err
-		}
-		v.Pre = &Pre{Kind: preKind(strings.ToLower(l)), N: n}
+	return release, nil
+}
+
+// parsePre reads a pre-release from its label (any spelling, "" when
+// absent) and its number ("" means 0).
+func parsePre(label, n string) (*Pre, error) {
+	if label == "" {
+		return nil, nil
 	}
-	if g("post") != "" {
-		n, err := optNumber(g("post_n1") + g("post_n2"))
-		if err != nil {
-			return Version{}, err
-		}
-		v.Post = &n
+	num, err := optNumber(n)
+	if err != nil {
+		return nil, err
 	}
-	if g("dev_l") != "" {
-		n, err := optNumber(g("dev_n"))
-		if err != nil {
-			return Version{}, err
-		}
-		v.Dev = &n
+	return &Pre{Kind: preKind(strings.ToLower(label)), N: num}, nil
+}
+
+// optionalSegment reads a post or dev segment: nil when absent, its number
+// ("" means 0, as in "1.0.post") when present.
+func optionalSegment(present bool, n string) (*int, error) {
+	if !present {
+		return nil, nil
 	}
-	if l := g("local"); l != "" {
-		for _, part := range strings.FieldsFunc(strings.ToLower(l), func(r rune) bool { return r == '.' || r == '-' || r == '_' }) {
-			if _, numeric := localPart(part); numeric {
-				part = strings.TrimLeft(part, "0") // packaging keeps a numeric part as an int: "09" is 9
-				if part == "" {
-					part = "0"
-				}
+	num, err := optNumber(n)
+	if err != nil {
+		return nil, err
+	}
+	return &num, nil
+}
+
+// parseLocal splits a local label on its separators and normalises each
+// part: lower case, and a numeric part without its leading zeros, since
+// packaging keeps it as an int ("09" is 9). nil when there is no label.
+func parseLocal(l string) []string {
+	var local []string
+	for _, part := range strings.FieldsFunc(strings.ToLower(l), func(r rune) bool { return r == '.' || r == '-' || r == '_' }) {
+		if _, numeric := localPart(part); numeric {
+			part = strings.TrimLeft(part, "0")
+			if part == "" {
+				part = "0"
 			}
-			v.Local = append(v.Local, part)
 		}
+		local = append(local, part)
 	}
-	return v, nil
+	return local
 }
 
 func preKind(l string) string {

@@ -208,3 +208,33 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestParseLocalNormalises runs without Python, unlike the differential
+// test: separators split, case folds, numeric parts lose leading zeros.
+func TestParseLocalNormalises(t *testing.T) {
+	for in, want := range map[string][]string{
+		"":                       nil,
+		"381074ae.nv25.09":       {"381074ae", "nv25", "9"},
+		"Ubuntu-1_000.00":        {"ubuntu", "1", "0", "0"},
+		"gb6a6e7a52.precompiled": {"gb6a6e7a52", "precompiled"},
+	} {
+		if got := parseLocal(in); !slices.Equal(got, want) {
+			t.Errorf("parseLocal(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestOptionalSegment(t *testing.T) {
+	if n, err := optionalSegment(false, "7"); n != nil || err != nil {
+		t.Errorf("absent segment = %v %v, want nil nil", n, err)
+	}
+	if n, err := optionalSegment(true, ""); err != nil || n == nil || *n != 0 {
+		t.Errorf(`present segment without a number = %v %v, want 0`, n, err)
+	}
+	if n, err := optionalSegment(true, "12"); err != nil || n == nil || *n != 12 {
+		t.Errorf("present segment 12 = %v %v, want 12", n, err)
+	}
+	if _, err := optionalSegment(true, "99999999999999999999999"); err == nil {
+		t.Error("an out-of-range number was accepted")
+	}
+}

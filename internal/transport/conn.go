@@ -257,60 +257,80 @@ func (c *Conn) hold(ctx context.Context, cmd Cmd, ready string) (*Held, error) {
 	if err != nil {
 		return nil, fail(err)
 	}
-	s, err := c.client.NewSession()
+	s, stdin, stdout, errb, err := c.startHeld(cmd)
 	if err != nil {
-		release()
-		return nil, fail(fmt.Errorf("open session: %w", err))
-	}
-	stdin, err := s.StdinPipe()
-	if err != nil {
-		s.Close()
 		release()
 		return nil, fail(err)
 	}
-	stdout, err := s.StdoutPipe()
-	if err != nil {
-		s.Close()
-		release()
-		return nil, fail(err)
-	}
-	var errb bytes.Buffer
-	s.Stderr = &errb
-	if err := s.Start(Join(cmd.Argv...)); err != nil {
-		s.Close()
-		release()
-		return nil, fail(fmt.Errorf("start: %w", err))
-	}
-	got := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if sc.Text() == ready {
-				got <- true
-				_, _ = io.Copy(io.Discard, stdout)
-				return
-			}
-		}
-		got <- false
-	}()
 	select {
-	case ok := <-got:
+	case ok := <-readyLine(stdout, ready):
 		if ok {
 			return &Held{session: s, stdin: stdin, release: release}, nil
 		}
 		err := s.Wait()
 		s.Close()
 		release()
-		var exit *ssh.ExitError
-		status := -1
-		if errors.As(err, &exit) {
-			status = exit.ExitStatus()
-		}
-		return nil, &Error{Host: c.addr, Step: cmd.Step, ExitStatus: status, Stderr: tailLines(errb.String(), stderrTailLines), Err: err}
+		return nil, &Error{Host: c.addr, Step: cmd.Step, ExitStatus: exitStatus(err), Stderr: tailLines(errb.String(), stderrTailLines), Err: err}
 	case <-ctx.Done():
 		_ = s.Signal(ssh.SIGKILL)
 		s.Close()
 		release()
 		return nil, fail(ctx.Err())
 	}
+}
+
+// startHeld opens a session and starts cmd on it with its stdin and stdout
+// as pipes (the held command lives until stdin closes) and its stderr
+// collected. On failure the session is already closed.
+func (c *Conn) startHeld(cmd Cmd) (*ssh.Session, io.WriteCloser, io.Reader, *bytes.Buffer, error) {
+	s, err := c.client.NewSession()
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("open session: %w", err)
+	}
+	stdin, err := s.StdinPipe()
+	if err != nil {
+		s.Close()
+		return nil, nil, nil, nil, err
+	}
+	stdout, err := s.StdoutPipe()
+	if err != nil {
+		s.Close()
+		return nil, nil, nil, nil, err
+	}
+	var errb bytes.Buffer
+	s.Stderr = &errb
+	if err := s.Start(Join(cmd.Argv...)); err != nil {
+		s.Close()
+		return nil, nil, nil, nil, fmt.Errorf("start: %w", err)
+	}
+	return s, stdin, stdout, &errb, nil
+}
+
+// readyLine reports, once, whether out printed the line ready before it
+// ended. After ready it keeps draining out, so the remote command never
+// blocks on a full stdout.
+func readyLine(out io.Reader, ready string) <-chan bool {
+	got := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if sc.Text() == ready {
+				got <- true
+				_, _ = io.Copy(io.Discard, out)
+				return
+			}
+		}
+		got <- false
+	}()
+	return got
+}
+
+// exitStatus is the remote exit status err carries, -1 when it carries none
+// (the command was killed, or the connection failed).
+func exitStatus(err error) int {
+	var exit *ssh.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitStatus()
+	}
+	return -1
 }

@@ -74,81 +74,19 @@ type dialing struct {
 
 // NewPool validates cfg and loads credentials. It does not connect.
 func NewPool(cfg Config) (*Pool, error) {
-	if cfg.User == "" {
-		u, err := user.Current()
-		if err != nil {
-			return nil, fmt.Errorf("no ssh user given and the local user is unknown: %w", err)
-		}
-		cfg.User = u.Username
+	cfg, err := withDefaults(cfg)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Port == 0 {
-		cfg.Port = DefaultPort
-	}
-	if cfg.ConnectTimeout <= 0 {
-		cfg.ConnectTimeout = DefaultConnectTimeout
-	}
-	if cfg.KeepaliveInterval <= 0 {
-		cfg.KeepaliveInterval = DefaultKeepaliveInterval
-	}
-	if cfg.KeepaliveTimeout <= 0 {
-		cfg.KeepaliveTimeout = DefaultKeepaliveTimeout
-	}
-	if cfg.MaxParallel <= 0 {
-		cfg.MaxParallel = DefaultMaxParallel
-	}
-	if cfg.Policy == "" {
-		cfg.Policy = PolicyStrict
-	}
-	switch cfg.Policy {
-	case PolicyStrict, PolicyAcceptNew, PolicyInsecure:
-	default:
-		return nil, fmt.Errorf("host_key_policy %q: want strict, accept-new or insecure", cfg.Policy)
-	}
-	if cfg.KnownHostsFile == "" && cfg.Policy != PolicyInsecure {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return nil, fmt.Errorf("no known_hosts_file given and no home directory: %w", err)
-		}
-		cfg.KnownHostsFile = home + "/.ssh/known_hosts"
-	}
-	var keySigners []ssh.Signer
-	for _, src := range []struct {
-		what string
-		pem  func() ([]byte, error)
-	}{
-		{"private_key", func() ([]byte, error) { return cfg.PrivateKey, nil }},
-		{"private_key_file " + cfg.PrivateKeyFile, func() ([]byte, error) {
-			if cfg.PrivateKeyFile == "" {
-				return nil, nil
-			}
-			return os.ReadFile(cfg.PrivateKeyFile)
-		}},
-	} {
-		b, err := src.pem()
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", src.what, err)
-		}
-		if len(b) == 0 {
-			continue
-		}
-		s, err := ssh.ParsePrivateKey(b)
-		var missing *ssh.PassphraseMissingError
-		if errors.As(err, &missing) {
-			return nil, fmt.Errorf("%s is encrypted with a passphrase: load it into ssh-agent and set use_agent = true instead", src.what)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("parse %s: %w", src.what, err)
-		}
-		keySigners = append(keySigners, s)
+	keySigners, err := loadKeys(cfg)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.AgentSocket == "" {
 		cfg.AgentSocket = os.Getenv("SSH_AUTH_SOCK")
 	}
-	if cfg.UseAgent && cfg.AgentSocket == "" {
-		return nil, errors.New("use_agent is true but SSH_AUTH_SOCK is not set: start ssh-agent or give private_key / private_key_file")
-	}
-	if !cfg.UseAgent && len(keySigners) == 0 {
-		return nil, errors.New("no SSH credentials: give private_key or private_key_file, or use_agent = true with a running ssh-agent")
+	if err := checkCredentials(cfg, keySigners); err != nil {
+		return nil, err
 	}
 	p := &Pool{
 		cfg:      cfg,
@@ -158,6 +96,107 @@ func NewPool(cfg Config) (*Pool, error) {
 	}
 	p.keySigners = keySigners
 	return p, nil
+}
+
+// withDefaults fills what cfg leaves unset as ssh would (the local user,
+// port 22, ~/.ssh/known_hosts) or with the package defaults, and refuses an
+// unknown host key policy.
+func withDefaults(cfg Config) (Config, error) {
+	if cfg.User == "" {
+		u, err := user.Current()
+		if err != nil {
+			return Config{}, fmt.Errorf("no ssh user given and the local user is unknown: %w", err)
+		}
+		cfg.User = u.Username
+	}
+	cfg.Port = orDefault(cfg.Port, DefaultPort)
+	cfg.ConnectTimeout = orDefault(cfg.ConnectTimeout, DefaultConnectTimeout)
+	cfg.KeepaliveInterval = orDefault(cfg.KeepaliveInterval, DefaultKeepaliveInterval)
+	cfg.KeepaliveTimeout = orDefault(cfg.KeepaliveTimeout, DefaultKeepaliveTimeout)
+	cfg.MaxParallel = orDefault(cfg.MaxParallel, DefaultMaxParallel)
+	if cfg.Policy == "" {
+		cfg.Policy = PolicyStrict
+	}
+	switch cfg.Policy {
+	case PolicyStrict, PolicyAcceptNew, PolicyInsecure:
+	default:
+		return Config{}, fmt.Errorf("host_key_policy %q: want strict, accept-new or insecure", cfg.Policy)
+	}
+	// Only the insecure policy reads no known_hosts file.
+	if cfg.KnownHostsFile == "" && cfg.Policy != PolicyInsecure {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return Config{}, fmt.Errorf("no known_hosts_file given and no home directory: %w", err)
+		}
+		cfg.KnownHostsFile = home + "/.ssh/known_hosts"
+	}
+	return cfg, nil
+}
+
+// orDefault is v, or def when v is zero or negative (unset).
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// loadKeys parses the keys cfg gives, private_key before private_key_file
+// (the order they are offered in). Neither is required.
+func loadKeys(cfg Config) ([]ssh.Signer, error) {
+	var keySigners []ssh.Signer
+	add := func(what string, pem []byte) error {
+		s, err := parseKey(what, pem)
+		if s != nil {
+			keySigners = append(keySigners, s)
+		}
+		return err
+	}
+	if err := add("private_key", cfg.PrivateKey); err != nil {
+		return nil, err
+	}
+	if cfg.PrivateKeyFile == "" {
+		return keySigners, nil
+	}
+	what := "private_key_file " + cfg.PrivateKeyFile
+	b, err := os.ReadFile(cfg.PrivateKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	if err := add(what, b); err != nil {
+		return nil, err
+	}
+	return keySigners, nil
+}
+
+// parseKey parses one PEM key named what in errors; nil for an empty one.
+// A passphrase-protected key is refused with the way out: the provider
+// has nowhere to ask for a passphrase, ssh-agent does.
+func parseKey(what string, pem []byte) (ssh.Signer, error) {
+	if len(pem) == 0 {
+		return nil, nil
+	}
+	s, err := ssh.ParsePrivateKey(pem)
+	var missing *ssh.PassphraseMissingError
+	if errors.As(err, &missing) {
+		return nil, fmt.Errorf("%s is encrypted with a passphrase: load it into ssh-agent and set use_agent = true instead", what)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", what, err)
+	}
+	return s, nil
+}
+
+// checkCredentials refuses a configuration that could never authenticate:
+// an agent asked for but not found, or no agent and no key.
+func checkCredentials(cfg Config, keySigners []ssh.Signer) error {
+	if cfg.UseAgent && cfg.AgentSocket == "" {
+		return errors.New("use_agent is true but SSH_AUTH_SOCK is not set: start ssh-agent or give private_key / private_key_file")
+	}
+	if !cfg.UseAgent && len(keySigners) == 0 {
+		return errors.New("no SSH credentials: give private_key or private_key_file, or use_agent = true with a running ssh-agent")
+	}
+	return nil
 }
 
 // signers returns the keys to offer and a release for the agent connection,

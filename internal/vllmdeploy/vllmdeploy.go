@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"regexp"
 	"slices"
@@ -142,101 +143,176 @@ func (m *Manager) check(ctx context.Context, s Spec, own float64, ownPort bool) 
 	var none preflight.Concluded
 	var left leftover
 	var unfinished []preflight.Diagnostic
-	conn, err := m.Pool.Get(ctx, s.Head)
-	if err != nil {
-		return none, failed(headHost, "Cannot reach the head", err), left
-	}
-	// The facts are read where vllm serve will run: the runtime's container
-	// (a throwaway one from its image when none runs yet), else the host.
-	argv := s.Runtime.ProbeArgv(transport.Script(nodefacts.Script, s.Runtime.Ray(), "", "", strconv.Itoa(s.Port), "", s.command()))
-	res, err := conn.Run(ctx, transport.Cmd{Step: "read head facts", Argv: argv})
-	if err != nil {
-		return none, failed(headHost, "Cannot read the head", err), left
-	}
-	facts, err := nodefacts.Parse(string(res.Stdout))
-	if err != nil {
-		return none, failed(nil, "Cannot read the head", err), left
-	}
-	headIP, _, err := net.SplitHostPort(s.RayAddress)
-	if err != nil {
-		return none, failed([]string{"ray_address"}, "Invalid ray_address",
-			fmt.Errorf("ray_address = %q is not <ip>:<port>: use spark_ray_cluster.<name>.head_address", s.RayAddress)), left
+	facts, headIP, found := m.readHead(ctx, s)
+	if found != nil {
+		return none, found, left
 	}
 	if !ownPort {
-		// A server whose launch never finished holds (or will soon hold)
-		// the port: this provider's own, which the apply replaces.
-		var holder string
-		var launching bool
-		srv, err := m.server(ctx, s)
-		if err == nil {
-			left.identity, holder, launching, left.err = srv.Unfinished(ctx)
-		} else {
-			left.err = err
-		}
-		if left.err == nil && launching {
-			// Another apply (this SSH user, another state or workspace) is
-			// launching on this head and port right now: its server is
-			// loading, and stopping it would throw that load away.
-			return none, []preflight.Diagnostic{{Attr: []string{"port"}, Summary: "Another apply is launching vllm serve on this port",
-				Detail: fmt.Sprintf("vllm serve (process %s) is being launched on port %d of %s by %s, which holds the launch lock while "+
-					"the model loads. Wait for that apply to finish, or give this deployment another port.", left.identity, s.Port, s.Head.Host, holder)}}, leftover{}
-		}
-		if left.err == nil && left.identity != "" {
+		var d *preflight.Diagnostic
+		left, d = m.unfinishedLaunch(ctx, s)
+		switch {
+		case d == nil:
+		case !d.Warning:
+			return none, []preflight.Diagnostic{*d}, leftover{}
+		default:
 			// Its placement group holds GPUs the apply frees by stopping
 			// it. How many is not recorded; same user, same port: taken
 			// for this deployment's, as it most likely is.
 			ownPort, own = true, max(own, float64(s.TP*s.PP))
-			unfinished = append(unfinished, preflight.Diagnostic{Warning: true, Attr: []string{"port"},
-				Summary: "An unfinished launch left vllm serve running on the head",
-				Detail: fmt.Sprintf("vllm serve (process %s) was launched on port %d by %s, which stopped before it answered "+
-					"(killed while the model loaded). It is this provider's own: the apply stops it and starts this deployment's server.",
-					left.identity, s.Port, holder)})
+			unfinished = append(unfinished, *d)
 		}
 	}
 	par, err := vllm.ParseParallel(s.ExtraArgs)
 	if err != nil {
 		return none, failed([]string{"extra_args"}, "Invalid extra_args", err), left
 	}
-	dep := preflight.Deployment{HeadFacts: facts, HeadName: raycluster.HeadName, SSHHost: s.Head.Host, HeadIP: headIP, HostIP: s.HostIP,
-		Env: s.Env, OwnGPUs: own, ValidateIP: vllm.ValidateHostIP, Port: s.Port, PortIsOwn: ownPort,
-		Sizes:         preflight.Sizes{TP: s.TP, PP: s.PP, PCP: par.PCP, DP: par.DP, DPOverRay: par.DPOverRay(), DPAddress: par.DPAddress},
-		FailOnEnviron: par.FailOnEnviron, RayAddress: s.RayAddress, Model: s.Model, Restart: s.Restart}
-	if t, err := m.Clusters.Snapshot(ctx, s.cluster(), s.RayAddress); err == nil && t.GCSUp {
-		dep.Table = &t
-	} else if err != nil {
-		tflog.Debug(ctx, "no live Ray node table for the vLLM plan check", map[string]any{"error": err.Error()})
-	} else {
-		dep.RayDown = true
-	}
-	site := preflight.ServeSite{Serve: where(s.Runtime), SSHHost: s.Head.Host, RayAddress: s.RayAddress}
-	if pc, ok := m.Clusters.PlannedCluster(s.RayAddress); ok {
-		// The cluster is planned in this run: its runtime says where Ray
-		// runs, and before it runs, its plan says what GPUs it will have.
-		site.Ray = where(pc.Runtime)
-		dep.Site = &site
-		dep.ClusterInRun = true
-		dep.Nodes, dep.ClusterEnv = withLiveGPUs(pc.Nodes, dep.Table), pc.Env
-		if dep.Table == nil {
-			dep.Planned = pc.GPUs
-		}
-		if dir, repo := modelSource(s); dir != "" || repo != "" {
-			_, hosts := preflight.Prepare(dep)
-			if dep.Listings, err = m.listings(ctx, s, pc, hosts, dir, repo); err != nil {
-				return none, failed([]string{"model"}, "Cannot list the model's files on the nodes", err), left
-			}
-		}
-	} else if dep.Table != nil {
-		// A cluster managed elsewhere: the GCS address Ray recorded where
-		// vllm serve would run.
-		if srv, err := m.server(ctx, s); err == nil {
-			if site.Recorded, err = srv.RayCluster(ctx); err == nil {
-				site.Live = true
-				dep.Site = &site
-			}
-		}
+	dep := newDeployment(s, facts, headIP, own, ownPort, par)
+	m.addLiveTable(ctx, s, &dep)
+	if err := m.addCluster(ctx, s, &dep); err != nil {
+		return none, failed([]string{"model"}, "Cannot list the model's files on the nodes", err), left
 	}
 	concluded, found := preflight.CheckDeployment(dep)
 	return concluded, append(unfinished, found...), left
+}
+
+// readHead reads the head's facts where vllm serve will run: the runtime's
+// container (a throwaway one from its image when none runs yet), else the
+// host; and the head's IP from ray_address. A failure comes back as the
+// diagnostics to report.
+func (m *Manager) readHead(ctx context.Context, s Spec) (nodefacts.Facts, string, []preflight.Diagnostic) {
+	conn, err := m.Pool.Get(ctx, s.Head)
+	if err != nil {
+		return nodefacts.Facts{}, "", failed(headHost, "Cannot reach the head", err)
+	}
+	argv := s.Runtime.ProbeArgv(transport.Script(nodefacts.Script, s.Runtime.Ray(), "", "", strconv.Itoa(s.Port), "", s.command()))
+	res, err := conn.Run(ctx, transport.Cmd{Step: "read head facts", Argv: argv})
+	if err != nil {
+		return nodefacts.Facts{}, "", failed(headHost, "Cannot read the head", err)
+	}
+	facts, err := nodefacts.Parse(string(res.Stdout))
+	if err != nil {
+		return nodefacts.Facts{}, "", failed(nil, "Cannot read the head", err)
+	}
+	headIP, _, err := net.SplitHostPort(s.RayAddress)
+	if err != nil {
+		return nodefacts.Facts{}, "", failed([]string{"ray_address"}, "Invalid ray_address",
+			fmt.Errorf("ray_address = %q is not <ip>:<port>: use spark_ray_cluster.<name>.head_address", s.RayAddress))
+	}
+	return facts, headIP, nil
+}
+
+// unfinishedLaunch reads whether a launch that never finished holds (or
+// will soon hold) the head's port. One still under way, another apply's,
+// is refused (an error diagnostic); a server left by one that stopped is
+// this provider's own, which the apply replaces (a warning). Neither: no
+// diagnostic.
+func (m *Manager) unfinishedLaunch(ctx context.Context, s Spec) (leftover, *preflight.Diagnostic) {
+	var left leftover
+	var holder string
+	var launching bool
+	srv, err := m.server(ctx, s)
+	if err == nil {
+		left.identity, holder, launching, left.err = srv.Unfinished(ctx)
+	} else {
+		left.err = err
+	}
+	switch {
+	case left.err != nil:
+		return left, nil
+	case launching:
+		d := anotherLaunch(s, left.identity, holder)
+		return left, &d
+	case left.identity != "":
+		d := leftRunning(s, left.identity, holder)
+		return left, &d
+	}
+	return left, nil
+}
+
+// anotherLaunch refuses a plan while another apply (this SSH user, another
+// state or workspace) is launching on this head and port: its server is
+// loading, and stopping it would throw that load away.
+func anotherLaunch(s Spec, identity, holder string) preflight.Diagnostic {
+	return preflight.Diagnostic{Attr: []string{"port"}, Summary: "Another apply is launching vllm serve on this port",
+		Detail: fmt.Sprintf("vllm serve (process %s) is being launched on port %d of %s by %s, which holds the launch lock while "+
+			"the model loads. Wait for that apply to finish, or give this deployment another port.", identity, s.Port, s.Head.Host, holder)}
+}
+
+// leftRunning warns of the server an interrupted launch left, which the
+// apply stops and replaces.
+func leftRunning(s Spec, identity, holder string) preflight.Diagnostic {
+	return preflight.Diagnostic{Warning: true, Attr: []string{"port"},
+		Summary: "An unfinished launch left vllm serve running on the head",
+		Detail: fmt.Sprintf("vllm serve (process %s) was launched on port %d by %s, which stopped before it answered "+
+			"(killed while the model loaded). It is this provider's own: the apply stops it and starts this deployment's server.",
+			identity, s.Port, holder)}
+}
+
+// newDeployment is what the placement rules judge, before anything is
+// known of the Ray cluster.
+func newDeployment(s Spec, facts nodefacts.Facts, headIP string, own float64, ownPort bool, par vllm.Parallel) preflight.Deployment {
+	return preflight.Deployment{HeadFacts: facts, HeadName: raycluster.HeadName, SSHHost: s.Head.Host, HeadIP: headIP, HostIP: s.HostIP,
+		Env: s.Env, OwnGPUs: own, ValidateIP: vllm.ValidateHostIP, Port: s.Port, PortIsOwn: ownPort,
+		Sizes:         preflight.Sizes{TP: s.TP, PP: s.PP, PCP: par.PCP, DP: par.DP, DPOverRay: par.DPOverRay(), DPAddress: par.DPAddress},
+		FailOnEnviron: par.FailOnEnviron, RayAddress: s.RayAddress, Model: s.Model, Restart: s.Restart}
+}
+
+// addLiveTable gives dep Ray's live node table, or says Ray is down. A
+// table that cannot be read is left out: the rules then judge without it.
+func (m *Manager) addLiveTable(ctx context.Context, s Spec, dep *preflight.Deployment) {
+	t, err := m.Clusters.Snapshot(ctx, s.cluster(), s.RayAddress)
+	switch {
+	case err != nil:
+		tflog.Debug(ctx, "no live Ray node table for the vLLM plan check", map[string]any{"error": err.Error()})
+	case t.GCSUp:
+		dep.Table = &t
+	default:
+		dep.RayDown = true
+	}
+}
+
+// addCluster gives dep what is known of the cluster vllm serve joins: its
+// plan when it is planned in this run, else the GCS address Ray recorded
+// on the head, where Ray runs.
+func (m *Manager) addCluster(ctx context.Context, s Spec, dep *preflight.Deployment) error {
+	site := preflight.ServeSite{Serve: where(s.Runtime), SSHHost: s.Head.Host, RayAddress: s.RayAddress}
+	if pc, ok := m.Clusters.PlannedCluster(s.RayAddress); ok {
+		return m.addPlannedCluster(ctx, s, pc, site, dep)
+	}
+	if dep.Table == nil {
+		return nil
+	}
+	// A cluster managed elsewhere: the GCS address Ray recorded where
+	// vllm serve would run.
+	if srv, err := m.server(ctx, s); err == nil {
+		if site.Recorded, err = srv.RayCluster(ctx); err == nil {
+			site.Live = true
+			dep.Site = &site
+		}
+	}
+	return nil
+}
+
+// addPlannedCluster: the cluster is planned in this run. Its runtime says
+// where Ray runs, and before it runs, its plan says what GPUs it will
+// have. Where the model is a local directory or an offline hub snapshot,
+// its files are listed on the nodes that will host a vLLM worker.
+func (m *Manager) addPlannedCluster(ctx context.Context, s Spec, pc raycluster.Planned, site preflight.ServeSite, dep *preflight.Deployment) error {
+	site.Ray = where(pc.Runtime)
+	dep.Site = &site
+	dep.ClusterInRun = true
+	dep.Nodes, dep.ClusterEnv = withLiveGPUs(pc.Nodes, dep.Table), pc.Env
+	if dep.Table == nil {
+		dep.Planned = pc.GPUs
+	}
+	dir, repo := modelSource(s)
+	if dir == "" && repo == "" {
+		return nil
+	}
+	_, hosts := preflight.Prepare(*dep)
+	var err error
+	dep.Listings, err = m.listings(ctx, s, pc, hosts, dir, repo)
+	return err
 }
 
 // withLiveGPUs gives each planned node the GPUs Ray registered for it,
@@ -330,28 +406,12 @@ type Launched struct {
 // running.
 func (m *Manager) Launch(ctx context.Context, s Spec, sec Secrets, own float64) (Launched, []preflight.Diagnostic) {
 	concluded, found, left := m.check(ctx, s, own, false)
-	for _, d := range found {
-		if !d.Warning {
-			return Launched{}, found
-		}
+	if hasError(found) {
+		return Launched{}, found
 	}
 	srv, err := m.server(ctx, s)
 	if err != nil {
 		return Launched{}, failed(nil, "Cannot reach the head", err)
-	}
-	env := map[string]string{}
-	for k, v := range s.Env {
-		env[k] = v
-	}
-	for k, v := range sec.Env {
-		env[k] = v
-	}
-	env["RAY_ADDRESS"] = s.RayAddress
-	if s.HostIP != "" {
-		env["VLLM_HOST_IP"] = s.HostIP
-	}
-	if sec.APIKey != "" {
-		env["VLLM_API_KEY"] = sec.APIKey
 	}
 	argv := vllm.ServeArgv(vllm.ServeOptions{Command: s.VLLMCommand, Model: s.Model, ServedName: s.Served(),
 		TP: s.TP, PP: s.PP, Host: s.Host, Port: s.Port, ExtraArgs: s.ExtraArgs})
@@ -362,28 +422,88 @@ func (m *Manager) Launch(ctx context.Context, s Spec, sec Secrets, own float64) 
 		return Launched{}, failed([]string{"port"}, "Cannot take the vLLM launch lock", err)
 	}
 	defer unlock()
-	// What an unfinished launch left goes first (check said so).
-	if left.err != nil {
-		return Launched{}, failed(nil, "Cannot read the vLLM start marker", left.err)
-	} else if left.identity != "" {
-		if err := srv.Stop(ctx, left.identity, 10*time.Second); err != nil {
-			return Launched{}, failed(nil, "Cannot stop the vllm serve an unfinished launch left", err)
-		}
+	if d := stopLeftover(ctx, srv, left); d != nil {
+		return Launched{}, d
 	}
-	id, err := srv.Launch(ctx, dir, env, s.APIKeyFile, raycluster.Holder(), argv)
+	id, err := srv.Launch(ctx, dir, launchEnv(s, sec), s.APIKeyFile, raycluster.Holder(), argv)
 	if err != nil {
 		return Launched{}, failed(nil, "Cannot launch vllm serve", err)
 	}
-	key := sec.APIKey
-	if key == "" && s.APIKeyFile != "" {
-		if key, err = srv.ReadKeyFile(ctx, s.APIKeyFile); err != nil {
-			_ = srv.Stop(context.WithoutCancel(ctx), id, 10*time.Second)
-			return Launched{}, failed([]string{"api_key_file"}, "Cannot read api_key_file", err)
-		}
+	key, d := apiKey(ctx, srv, s, sec, id)
+	if d != nil {
+		return Launched{}, d
 	}
 	tflog.Info(ctx, "vLLM launched, loading the model", map[string]any{"node": srv.Conn.Addr(), "process": id, "model": s.Model})
 	loading := time.Now()
-	err = srv.Ready(ctx, s.Served(), key, id, nil)
+	if d := awaitReady(ctx, srv, s, key, id); d != nil {
+		return Launched{}, d
+	}
+	if err := srv.Settled(ctx); err != nil {
+		found = append(found, preflight.Diagnostic{Warning: true, Summary: "Cannot remove the vLLM start marker",
+			Detail: fmt.Sprintf("%v\n\nvLLM serves. Should this deployment's state be lost, the next plan would take its server "+
+				"for an unfinished launch and replace it.", err)})
+	}
+	tflog.Info(ctx, "vLLM ready", map[string]any{"node": srv.Conn.Addr(), "process": id, "waited_ms": time.Since(loading).Milliseconds()})
+	return Launched{Identity: id, Concluded: concluded}, found
+}
+
+// hasError reports whether any diagnostic is an error, not a warning.
+func hasError(ds []preflight.Diagnostic) bool {
+	return slices.ContainsFunc(ds, func(d preflight.Diagnostic) bool { return !d.Warning })
+}
+
+// launchEnv is the environment vllm serve starts with: the deployment's
+// env, then the write-only env over it, then what the provider sets
+// itself (the Ray address, VLLM_HOST_IP, the API key), which wins.
+func launchEnv(s Spec, sec Secrets) map[string]string {
+	env := map[string]string{}
+	maps.Copy(env, s.Env)
+	maps.Copy(env, sec.Env)
+	env["RAY_ADDRESS"] = s.RayAddress
+	if s.HostIP != "" {
+		env["VLLM_HOST_IP"] = s.HostIP
+	}
+	if sec.APIKey != "" {
+		env["VLLM_API_KEY"] = sec.APIKey
+	}
+	return env
+}
+
+// stopLeftover stops the server an unfinished launch left (check read it),
+// so the port is free for this one.
+func stopLeftover(ctx context.Context, srv vllm.Server, left leftover) []preflight.Diagnostic {
+	if left.err != nil {
+		return failed(nil, "Cannot read the vLLM start marker", left.err)
+	}
+	if left.identity == "" {
+		return nil
+	}
+	if err := srv.Stop(ctx, left.identity, 10*time.Second); err != nil {
+		return failed(nil, "Cannot stop the vllm serve an unfinished launch left", err)
+	}
+	return nil
+}
+
+// apiKey is the key the readiness check presents: the write-only api_key,
+// else the one in api_key_file on the head. Should the file not be read,
+// the server just launched (process id) is stopped.
+func apiKey(ctx context.Context, srv vllm.Server, s Spec, sec Secrets, id string) (string, []preflight.Diagnostic) {
+	if sec.APIKey != "" || s.APIKeyFile == "" {
+		return sec.APIKey, nil
+	}
+	key, err := srv.ReadKeyFile(ctx, s.APIKeyFile)
+	if err != nil {
+		_ = srv.Stop(context.WithoutCancel(ctx), id, 10*time.Second)
+		return "", failed([]string{"api_key_file"}, "Cannot read api_key_file", err)
+	}
+	return key, nil
+}
+
+// awaitReady waits until the server just launched (process id) answers a
+// completion, and checks the answer came from it. If not, it stops the
+// server and reports the tail of its log.
+func awaitReady(ctx context.Context, srv vllm.Server, s Spec, key, id string) []preflight.Diagnostic {
+	err := srv.Ready(ctx, s.Served(), key, id, nil)
 	if err == nil {
 		// Ready is what answered on the port; it must be the process this
 		// apply started, not another server that held the port meanwhile.
@@ -393,23 +513,17 @@ func (m *Manager) Launch(ctx context.Context, s Spec, sec Secrets, own float64) 
 			err = fmt.Errorf("port %d answered, but from process %s, not the vllm serve this apply started (%s)", srv.Port, run.Identity, id)
 		}
 	}
-	if err != nil {
-		logPath, logTail := srv.LogTail(context.WithoutCancel(ctx), 40)
-		stopErr := srv.Stop(context.WithoutCancel(ctx), id, 10*time.Second)
-		detail := fmt.Errorf("vllm serve on %s did not become ready: %w\n\nLast 40 lines of the server log (%s):\n%s",
-			srv.Conn.Addr(), err, logPath, logTail)
-		if stopErr != nil {
-			detail = fmt.Errorf("%w\n\nStopping it also failed: %w", detail, stopErr)
-		}
-		return Launched{}, failed(nil, "vLLM did not become ready", detail)
+	if err == nil {
+		return nil
 	}
-	if err := srv.Settled(ctx); err != nil {
-		found = append(found, preflight.Diagnostic{Warning: true, Summary: "Cannot remove the vLLM start marker",
-			Detail: fmt.Sprintf("%v\n\nvLLM serves. Should this deployment's state be lost, the next plan would take its server "+
-				"for an unfinished launch and replace it.", err)})
+	logPath, logTail := srv.LogTail(context.WithoutCancel(ctx), 40)
+	stopErr := srv.Stop(context.WithoutCancel(ctx), id, 10*time.Second)
+	detail := fmt.Errorf("vllm serve on %s did not become ready: %w\n\nLast 40 lines of the server log (%s):\n%s",
+		srv.Conn.Addr(), err, logPath, logTail)
+	if stopErr != nil {
+		detail = fmt.Errorf("%w\n\nStopping it also failed: %w", detail, stopErr)
 	}
-	tflog.Info(ctx, "vLLM ready", map[string]any{"node": srv.Conn.Addr(), "process": id, "waited_ms": time.Since(loading).Milliseconds()})
-	return Launched{Identity: id, Concluded: concluded}, found
+	return failed(nil, "vLLM did not become ready", detail)
 }
 
 // The states Status reports besides "serving <other model>".
