@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -26,7 +27,16 @@ type Conn struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
-	onClose   func()
+	onClose   atomic.Pointer[func()] // set by the pool after the dial; the connection may close first
+}
+
+// setOnClose sets what Close calls; on a connection already closed, it is
+// called at once.
+func (c *Conn) setOnClose(f func()) {
+	c.onClose.Store(&f)
+	if c.isClosed() {
+		f()
+	}
 }
 
 func newConn(p *Pool, addr string, c *ssh.Client, hostKey ssh.PublicKey) *Conn {
@@ -50,8 +60,8 @@ func (c *Conn) Close() {
 	c.closeOnce.Do(func() {
 		close(c.closed)
 		_ = c.client.Close()
-		if c.onClose != nil {
-			c.onClose()
+		if f := c.onClose.Load(); f != nil {
+			(*f)()
 		}
 	})
 }

@@ -261,7 +261,7 @@ func (p *Pool) Get(ctx context.Context, e Endpoint) (*Conn, error) {
 			if d.err != nil {
 				p.forget(key, d)
 			} else {
-				d.conn.onClose = func() { p.forget(key, d) }
+				d.conn.setOnClose(func() { p.forget(key, d) })
 				go d.conn.keepalive(p.cfg.KeepaliveInterval, p.cfg.KeepaliveTimeout)
 			}
 			close(d.done)
@@ -277,7 +277,10 @@ func (p *Pool) Get(ctx context.Context, e Endpoint) (*Conn, error) {
 			return nil, d.err
 		}
 		if d.conn.isClosed() {
-			continue // dropped since (keepalive lost): dial afresh
+			// Dropped since (keepalive lost): dial afresh. Forgotten here
+			// too, in case it closed before its onClose was set.
+			p.forget(key, d)
+			continue
 		}
 		// A connection made for another resource: the pin still applies.
 		if pinned != nil && string(pinned.Marshal()) != string(d.conn.hostKey.Marshal()) {

@@ -346,6 +346,31 @@ func TestKeepaliveLossDropsConnectionAndRedials(t *testing.T) {
 	}
 }
 
+// A connection that drops before the pool has set what its close does is
+// still forgotten: the next Get dials afresh at once (it used to find the
+// closed connection again and again until its deadline).
+func TestConnectionClosedBeforeOnCloseIsForgotten(t *testing.T) {
+	f := newFixture(t)
+	f.trust(t, f.srv)
+	p := f.pool(t, nil)
+	c, err := p.Get(context.Background(), endpointOf(f.srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.onClose.Store(nil) // as if it closed before Get set it
+	c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	c2, err := p.Get(ctx, endpointOf(f.srv))
+	if err != nil || c2 == c {
+		t.Fatalf("Get after an early drop: %v (same connection: %v)", err, c2 == c)
+	}
+	if waited := time.Since(start); waited > 2*time.Second {
+		t.Fatalf("Get took %s: it spun on the closed connection", waited)
+	}
+}
+
 func TestOneConnectionPerEndpoint(t *testing.T) {
 	f := newFixture(t)
 	f.trust(t, f.srv)
