@@ -474,6 +474,13 @@ func (r *vllmResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 		resp.Diagnostics.AddError(vllmdeploy.Summary(err, "Cannot read the vLLM process"), err.Error()+goneHint) // state kept
 		return
 	}
+	if status == vllmdeploy.Busy {
+		// A server under load answers /health late: kept, not restarted.
+		status = statusServing
+		resp.Diagnostics.AddWarning("vLLM answered /health late",
+			fmt.Sprintf("vllm serve on %s (process %s) runs but did not answer /health within 10 s; the plan keeps it, as a busy server "+
+				"answers late. If it stays so, `terraform apply -replace=<address>` restarts it.", m.ID.ValueString(), m.ProcessIdentity.ValueString()))
+	}
 	m.Status = types.StringValue(status)
 	if m.Status.ValueString() != statusServing {
 		resp.Diagnostics.AddWarning("vLLM is not serving",

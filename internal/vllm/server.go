@@ -2,6 +2,7 @@ package vllm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -248,19 +249,44 @@ func (s Server) ReadKeyFile(ctx context.Context, path string) (string, error) {
 	return strings.TrimSpace(string(res.Stdout)), nil
 }
 
-// Healthy asks /health once.
-func (s Server) Healthy(ctx context.Context) bool {
+// Health is what /health said.
+type Health int
+
+const (
+	HealthOK   Health = iota // 200
+	HealthBad                // another status, or the port refused
+	HealthSlow               // no answer in time: a busy server answers late
+)
+
+// healthTimeout bounds one /health request. vLLM answers it from its API
+// process, which a busy engine can hold up for seconds.
+const healthTimeout = 10 * time.Second
+
+// Health asks /health once.
+func (s Server) Health(ctx context.Context) Health {
 	tr := s.Transport()
 	defer tr.CloseIdleConnections()
-	c := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	c := &http.Client{Transport: tr, Timeout: healthTimeout}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(s.Port)+"/health", nil)
 	if err != nil {
-		return false
+		return HealthBad
 	}
-	resp, err := c.Do(req)
+	return healthOf(c.Do(req))
+}
+
+// healthOf reads one /health answer: a request that timed out is a slow
+// server, not a broken one.
+func healthOf(resp *http.Response, err error) Health {
 	if err != nil {
-		return false
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return HealthSlow
+		}
+		return HealthBad
 	}
 	_ = resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	if resp.StatusCode == http.StatusOK {
+		return HealthOK
+	}
+	return HealthBad
 }

@@ -531,6 +531,9 @@ const (
 	Serving   = "serving"
 	Stopped   = "stopped"
 	Unhealthy = "unhealthy"
+	// Busy: the process runs but /health gave no answer in time. Not a
+	// reason to restart a server under load; the resource warns.
+	Busy = "busy"
 )
 
 // Status reads what the process identity runs now: Serving when it runs,
@@ -545,11 +548,14 @@ func (m *Manager) Status(ctx context.Context, s Spec, identity string) (string, 
 	if err != nil {
 		return "", &Error{Summary: "Cannot read the vLLM process", Err: err}
 	}
-	switch {
-	case !alive:
+	if !alive {
 		return Stopped, nil
-	case !srv.Healthy(ctx):
+	}
+	switch srv.Health(ctx) {
+	case vllm.HealthBad:
 		return Unhealthy, nil
+	case vllm.HealthSlow:
+		return Busy, nil
 	}
 	if run, err := srv.Find(ctx); err == nil && run.Identity == identity {
 		served := run.Options.ServedName
