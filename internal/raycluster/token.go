@@ -17,8 +17,17 @@ import (
 // tokenScript writes stdin to Ray's default token path (0600) unless $1 is
 // "keep" and a token is already there. A token it writes gets a mark beside
 // it: the provider's own, which a destroy removes (RemoveTokenScript); one
-// it found and kept is the user's.
+// it found and kept is the user's. The user's own token is never replaced:
+// the same token is kept as it is (unmarked, so a destroy leaves it), and
+// another one is refused (exit 3): Ray reads that file for every cluster of
+// the user's on the node, and the one it serves would be locked out.
 const tokenScript = `f="$HOME/.ray/auth_token"
+if [ -s "$f" ] && [ ! -e "$f.terraform-provider-spark" ]; then
+  new=$(cat)
+  if [ "$1" = keep ] || [ "$new" = "$(cat "$f")" ]; then exit 0; fi
+  echo "$f on this node is $(id -un)'s own Ray auth token (not written by terraform-provider-spark) and is not this cluster's: replacing it would lock out the Ray that uses it. Remove it, or reach this node as another SSH user." >&2
+  exit 3
+fi
 if [ "$1" = keep ] && [ -s "$f" ]; then cat > /dev/null; exit 0; fi
 mkdir -p "$HOME/.ray" && chmod 700 "$HOME/.ray" && umask 077 &&
 cat > "$f.tmp" && chmod 600 "$f.tmp" && mv -f "$f.tmp" "$f" && : > "$f.terraform-provider-spark"`
