@@ -87,7 +87,9 @@ func (m *clusterModel) hasUnknown() bool {
 	return false
 }
 
-func (m *clusterModel) runtime(ctx context.Context) (runtime.Runtime, diag.Diagnostics) {
+// runtime is the runtime of the cluster whose GCS listens on gcsPort (its
+// container's default name and owner follow from it).
+func (m *clusterModel) runtime(ctx context.Context, gcsPort int) (runtime.Runtime, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	rt := m.Runtime
 	switch {
@@ -99,7 +101,7 @@ func (m *clusterModel) runtime(ctx context.Context) (runtime.Runtime, diag.Diagn
 		return r, diags
 	default:
 		c := rt.Container
-		out := runtime.Container{Image: c.Image.ValueString(), Name: or(c.Name, "ray-node"), ShmSize: or(c.ShmSize, "10g"), GPUs: or(c.GPUs, "all")}
+		out := runtime.Container{Image: c.Image.ValueString(), Name: or(c.Name, runtime.DefaultName(gcsPort)), Owner: runtime.OwnerOf(gcsPort), ShmSize: or(c.ShmSize, "10g"), GPUs: or(c.GPUs, "all")}
 		diags.Append(c.RunArgs.ElementsAs(ctx, &out.RunArgs, false)...)
 		if err := out.Validate(); err != nil {
 			diags.AddAttributeError(path.Root("runtime").AtName("container"), "Invalid container runtime", err.Error())
@@ -140,7 +142,7 @@ func (m *clusterModel) spec(ctx context.Context) (raycluster.Spec, diag.Diagnost
 		s.GCSPort = 6379
 	}
 	var d diag.Diagnostics
-	s.Runtime, d = m.runtime(ctx)
+	s.Runtime, d = m.runtime(ctx, s.GCSPort)
 	diags.Append(d...)
 	s.Head, d = m.Head.spec(ctx, raycluster.HeadName, []string{"head"})
 	diags.Append(d...)

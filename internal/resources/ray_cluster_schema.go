@@ -167,7 +167,7 @@ func runtimeAttribute() schema.SingleNestedAttribute {
 				MarkdownDescription: "Ray inside a container on each node (`docker run -d --network host --ipc host …`, then `docker exec`).",
 				Attributes: map[string]schema.Attribute{
 					"image":    schema.StringAttribute{Required: true, Validators: []validator.String{providerdata.Image}, MarkdownDescription: "Image with Ray (and vLLM) installed."},
-					"name":     schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.ContainerName}, MarkdownDescription: "Container name. Default: `ray-node`."},
+					"name":     schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.ContainerName}, MarkdownDescription: "Container name, one per cluster on a node. Default: `ray-node-<gcs_port>`. A container of that name that another cluster (or no cluster of this provider) owns is refused."},
 					"shm_size": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.ShmSize}, MarkdownDescription: "`--shm-size`. Default: `10g`."},
 					"gpus":     schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.GPUs}, MarkdownDescription: "`--gpus`. Default: `all`; empty string for none."},
 					"run_args": schema.ListAttribute{Optional: true, ElementType: types.StringType,

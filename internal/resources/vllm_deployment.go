@@ -180,11 +180,21 @@ func (m *vllmModel) servedName() string {
 	return m.Model.ValueString()
 }
 
+// gcsPortOf is ray_address's port: the cluster's GCS port, which names its
+// container (6379, Ray's default, until ray_address is known).
+func gcsPortOf(rayAddress string) int {
+	_, p, err := net.SplitHostPort(rayAddress)
+	if n, perr := strconv.Atoi(p); err == nil && perr == nil {
+		return n
+	}
+	return 6379
+}
+
 // spec is the deployment as internal/vllmdeploy takes it. Unknown values
 // read as empty: the checks that need them run again at apply.
 func (m *vllmModel) spec(ctx context.Context) (vllmdeploy.Spec, diag.Diagnostics) {
 	cm := clusterModel{Runtime: m.Runtime}
-	rt, diags := cm.runtime(ctx)
+	rt, diags := cm.runtime(ctx, gcsPortOf(m.RayAddress.ValueString()))
 	s := vllmdeploy.Spec{Head: m.Head.Endpoint(), Runtime: rt, RayAddress: m.RayAddress.ValueString(), Model: m.Model.ValueString(),
 		TP: int(m.TP.ValueInt64()), PP: int(m.PP.ValueInt64()), HostIP: m.HostIP.ValueString(), Port: int(m.Port.ValueInt64()),
 		Host: m.Host.ValueString(), APIKeyFile: m.APIKeyFile.ValueString(), VLLMCommand: m.VLLMCommand.ValueString(), Env: m.env(ctx, &diags)}

@@ -10,8 +10,10 @@ import (
 	"strconv"
 )
 
-// Label marks the containers this provider created (value 1): only those
-// does it remove.
+// Label marks the containers this provider created; its value is the
+// cluster's Owner. Only its own cluster's container does a cluster reuse
+// or remove: two clusters on one node with one container name would run
+// each other's image, and a destroy of one would take the other's Ray.
 const Label = "terraform-provider-spark"
 
 // Container is the container runtime's settings.
@@ -21,7 +23,17 @@ type Container struct {
 	ShmSize string
 	GPUs    string // --gpus value; "" for none
 	RunArgs []string
+	// Owner is the cluster on this node, as the label's value: its GCS
+	// port ("gcs-6379"), which no two clusters on a head share.
+	Owner string
 }
+
+// OwnerOf is the Owner of the cluster whose GCS listens on gcsPort.
+func OwnerOf(gcsPort int) string { return "gcs-" + strconv.Itoa(gcsPort) }
+
+// DefaultName is the container's name when the configuration gives none:
+// one per cluster on a node.
+func DefaultName(gcsPort int) string { return "ray-node-" + strconv.Itoa(gcsPort) }
 
 // Runtime is host (Container == nil) or container.
 type Runtime struct {
@@ -74,6 +86,9 @@ func (c Container) Validate() error {
 	if !containerName.MatchString(c.Name) {
 		return fmt.Errorf("runtime.container.name = %q is not a valid container name (letters, digits, _ . -)", c.Name)
 	}
+	if c.Owner == "" {
+		return fmt.Errorf("the container runtime has no owning cluster: this is a bug in the provider")
+	}
 	return nil
 }
 
@@ -86,7 +101,7 @@ func (r Runtime) EnsureArgv() []string {
 		return nil
 	}
 	run := []string{"docker", "run", "-d", "--name", c.Name, "--network", "host", "--ipc", "host",
-		"--label", Label + "=1"}
+		"--label", Label + "=" + c.Owner}
 	if c.ShmSize != "" {
 		run = append(run, "--shm-size", c.ShmSize)
 	}
@@ -95,19 +110,21 @@ func (r Runtime) EnsureArgv() []string {
 	}
 	run = append(run, c.RunArgs...)
 	run = append(run, c.Image, "sleep", "infinity")
-	// $1 is the name, the rest the docker run argv: reuse a running
-	// container this provider created, restart a stopped one, create it
-	// otherwise. A container of that name it did not create is refused: Ray
-	// would run with someone else's image and settings, and a stop would
-	// not remove it.
-	return append([]string{"sh", "-c", `name=$1; shift
+	// $1 is the name, $2 the owner, the rest the docker run argv: reuse a
+	// running container of this cluster, restart a stopped one, create it
+	// otherwise. A container of that name another cluster owns, or that
+	// this provider did not create, is refused: Ray would run with its
+	// image and settings, and a stop would remove it or not as it should.
+	return append([]string{"sh", "-c", `name=$1 owner=$2; shift 2
 state=$(docker inspect -f '{{.State.Running}} {{index .Config.Labels "` + Label + `"}}' "$name" 2>/dev/null) || state=absent
 case "$state" in
-  "true 1") exit 0 ;;
-  "false 1") exec docker start "$name" >/dev/null ;;
+  "true $owner") exit 0 ;;
+  "false $owner") exec docker start "$name" >/dev/null ;;
   absent) exec "$@" >/dev/null ;;
-  *) echo "container $name exists and was not created by terraform-provider-spark (no label ` + Label + `=1): set runtime.container.name to another name, or remove that container" >&2; exit 1 ;;
-esac`, "sh", c.Name}, run...)
+  "true <no value>"|"false <no value>"|"true "|"false ")
+    echo "container $name exists and was not created by terraform-provider-spark (no label ` + Label + `): set runtime.container.name to another name, or remove that container" >&2; exit 1 ;;
+  *) echo "container $name belongs to another cluster of terraform-provider-spark on this node (label ` + Label + `=${state#* }, this cluster is $owner): two clusters cannot share a container; set runtime.container.name to another name" >&2; exit 1 ;;
+esac`, "sh", c.Name, c.Owner}, run...)
 }
 
 // ProbeArgv runs argv where Ray will run: on the host, or in the runtime's
@@ -142,19 +159,20 @@ done
 shift "$orig"
 exec docker run --rm --network host "$@"`
 
-// StopArgv runs stop (which stops this cluster's Ray) where Ray runs. In
-// a container this provider created (it carries the provider's label) the
-// container goes, with everything in it; a container of the same name the
-// provider did not create is someone else's: only stop runs in it, and the
-// container stays. Absent or stopped, there is nothing to stop.
+// StopArgv runs stop (which stops this cluster's Ray) where Ray runs. This
+// cluster's container (the provider's label, with this cluster as its
+// owner) goes, with everything in it; a container of the same name that is
+// someone else's, or another cluster's, stays: only stop runs in it, which
+// takes this cluster's processes only. Absent or stopped, there is nothing
+// to stop.
 func (r Runtime) StopArgv(stop []string) []string {
 	if r.Container == nil {
 		return stop
 	}
-	return append([]string{"sh", "-c", `name=$1; shift
+	return append([]string{"sh", "-c", `name=$1 owner=$2; shift 2
 state=$(docker inspect -f '{{.State.Running}} {{index .Config.Labels "` + Label + `"}}' "$name" 2>/dev/null) || exit 0
 case "$state" in
-  *" 1") docker rm -f "$name" >/dev/null 2>&1; ! docker inspect "$name" >/dev/null 2>&1 ;;
+  *" $owner") docker rm -f "$name" >/dev/null 2>&1; ! docker inspect "$name" >/dev/null 2>&1 ;;
   "true "*) exec docker exec "$name" "$@" ;;
-esac`, "sh", r.Container.Name}, stop...)
+esac`, "sh", r.Container.Name, r.Container.Owner}, stop...)
 }

@@ -122,35 +122,45 @@ func expectDocker(t *testing.T, argv []string, cases []dockerCase) {
 	}
 }
 
-// Only a container this provider created (its label) is removed; in
-// someone else's container of the same name, only this cluster's stop runs.
+// Only this cluster's container (the provider's label, this cluster as its
+// owner) is removed; in someone else's container of the same name, or
+// another cluster's, only this cluster's stop runs.
 func TestContainerStopRemovesOnlyItsOwnContainer(t *testing.T) {
-	r := Runtime{Container: &Container{Image: "img:1", Name: "ray-node"}}
+	r := Runtime{Container: &Container{Image: "img:1", Name: "ray-node-6379", Owner: OwnerOf(6379)}}
 	argv := r.StopArgv([]string{"sh", "-c", "stop this cluster"})
 	expectDocker(t, argv, []dockerCase{
-		{"true 1", "rm -f ray-node"},
-		{"false 1", "rm -f ray-node"},
-		{"true <no value>", "exec ray-node sh -c stop this cluster"},
+		{"true gcs-6379", "rm -f ray-node-6379"},
+		{"false gcs-6379", "rm -f ray-node-6379"},
+		{"true gcs-6380", "exec ray-node-6379 sh -c stop this cluster"},
+		{"false gcs-6380", ""},
+		{"true 1", "exec ray-node-6379 sh -c stop this cluster"}, // an earlier release's: whose, it cannot tell
+		{"true <no value>", "exec ray-node-6379 sh -c stop this cluster"},
 		{"false <no value>", ""},
 		{"absent", ""},
 	})
 }
 
-// A running container this provider created is reused, a stopped one
-// restarted, a missing one created; one of that name it did not create is
-// refused, naming the fix.
+// This cluster's running container is reused, a stopped one restarted, a
+// missing one created with this cluster as its owner; one of that name it
+// did not create, or another cluster's, is refused, naming the fix.
 func TestEnsureRefusesAContainerItDidNotCreate(t *testing.T) {
-	r := Runtime{Container: &Container{Image: "img:1", Name: "ray-node"}}
+	r := Runtime{Container: &Container{Image: "img:1", Name: "ray-node-6379", Owner: OwnerOf(6379)}}
 	argv := r.EnsureArgv()
 	expectDocker(t, argv, []dockerCase{
-		{"true 1", ""},
-		{"false 1", "start ray-node"},
-		{"absent", "run -d --name ray-node --network host --ipc host --label terraform-provider-spark=1 img:1 sleep infinity"},
+		{"true gcs-6379", ""},
+		{"false gcs-6379", "start ray-node-6379"},
+		{"absent", "run -d --name ray-node-6379 --network host --ipc host --label terraform-provider-spark=gcs-6379 img:1 sleep infinity"},
 	})
-	got, err := runFake(t, argv, "true <no value>")
-	if err == nil || got != "" || !strings.Contains(err.Error(), "was not created by terraform-provider-spark") ||
-		!strings.Contains(err.Error(), "runtime.container.name") {
-		t.Fatalf("someone else's container: docker ran %q, err %v", got, err)
+	for state, want := range map[string]string{
+		"true <no value>": "was not created by terraform-provider-spark",
+		"false ":          "was not created by terraform-provider-spark",
+		"true gcs-6380":   "belongs to another cluster of terraform-provider-spark on this node (label terraform-provider-spark=gcs-6380, this cluster is gcs-6379)",
+		"false 1":         "belongs to another cluster",
+	} {
+		got, err := runFake(t, argv, state)
+		if err == nil || got != "" || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "runtime.container.name") {
+			t.Errorf("container %q: docker ran %q, err %v", state, got, err)
+		}
 	}
 }
 
@@ -158,7 +168,7 @@ func TestEnsureRefusesAContainerItDidNotCreate(t *testing.T) {
 // node rebooted) prints its stand-in and succeeds; in a running one it
 // runs there. On the host runtime the read runs as it is.
 func TestWrapIfRunning(t *testing.T) {
-	r := Runtime{Container: &Container{Image: "img:1", Name: "ray-node"}}
+	r := Runtime{Container: &Container{Image: "img:1", Name: "ray-node", Owner: "gcs-6379"}}
 	argv := r.WrapIfRunning([]string{"sh", "-c", "read table"}, `@@nodes {"gone": true}`)
 	for state, want := range map[string]struct{ stdout, docker string }{
 		"true":   {"", "exec ray-node sh -c read table"},
