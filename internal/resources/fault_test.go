@@ -187,9 +187,9 @@ d=/tmp/terraform-provider-spark-$(id -u "$1"); rm -rf "$d"; install -d -m 0777 -
 				// Nothing was written into the planted directory and nothing started;
 				// the owner removes it, and the same configuration serves.
 				PreConfig: func() {
-					out, _ := lab.Exec(ctx, head, "sh", "-c", `find "$1" -mindepth 1; pgrep -af '[v]llm serve'; true`, "sh", planted)
-					if strings.TrimSpace(out) != "" {
-						t.Fatalf("the refused apply wrote into the planted directory or started vLLM:\n%s", out)
+					out, err := lab.Exec(ctx, head, "sh", "-c", `find "$1" -mindepth 1; pgrep -af '[v]llm serve'; true`, "sh", planted)
+					if err != nil || strings.TrimSpace(out) != "" {
+						t.Fatalf("the refused apply wrote into the planted directory or started vLLM (or the look failed: %v):\n%s", err, out)
 					}
 					if _, err := lab.Exec(ctx, head, "rm", "-rf", planted); err != nil {
 						t.Fatal(err)

@@ -144,7 +144,10 @@ func chat(endpoint, key string) (int, string, error) {
 func noVLLMLeft(l *lab.File) func(*terraform.State) error {
 	return func(s *terraform.State) error {
 		for _, n := range l.Nodes {
-			out, _ := lab.Exec(context.Background(), n, "sh", "-c", "pgrep -af '[v]llm serve'; ss -Hltn 'sport = :8000'; true")
+			out, err := lab.Exec(context.Background(), n, "sh", "-c", "pgrep -af '[v]llm serve'; ss -Hltn 'sport = :8000'; true")
+			if err != nil {
+				return fmt.Errorf("cannot look for vLLM on %s: %w", n.Name, err)
+			}
 			if strings.TrimSpace(out) != "" {
 				return fmt.Errorf("vLLM still running or port 8000 open on %s after destroy:\n%s", n.Name, out)
 			}
@@ -557,9 +560,9 @@ func TestAccVLLMDeployment_updateAndReadinessFailure(t *testing.T) {
 			{
 				// Nothing was left running by the failed apply.
 				PreConfig: func() {
-					out, _ := lab.Exec(context.Background(), head, "sh", "-c", "pgrep -af '[v]llm serve'; ss -Hltn 'sport = :8000'; true")
-					if strings.TrimSpace(out) != "" {
-						t.Fatalf("the server that never became ready is still running:\n%s", out)
+					out, err := lab.Exec(context.Background(), head, "sh", "-c", "pgrep -af '[v]llm serve'; ss -Hltn 'sport = :8000'; true")
+					if err != nil || strings.TrimSpace(out) != "" {
+						t.Fatalf("the server that never became ready is still running (or the look failed: %v):\n%s", err, out)
 					}
 				},
 				Config: cluster + base.config(l),
