@@ -613,39 +613,48 @@ func waitNodeDead(t *testing.T, l *lab.File, n lab.Node) {
 // The SSH sessions to a worker are killed while its ray start runs (sshd
 // restarted, a firewall dropping connections): the apply fails naming the
 // worker, and rolls back over a fresh connection, so nothing runs on any
-// node. The same apply then converges.
+// node. The same apply then converges. Then the same on an update that
+// adds the worker to a running head: the worker it started is stopped
+// again, the head keeps running, state keeps the cluster as it was, and
+// the next apply converges.
 func TestAccRayCluster_sshSessionsKilledMidApply(t *testing.T) {
 	l := acctest.Lab(t)
-	w := l.Nodes[1]
+	head, w := l.Nodes[0], l.Nodes[1]
 	ctx := context.Background()
 	config := clusterConfig(l, "", map[string]string{w.Name: ""})
+	headOnly := clusterConfig(l, "", nil)
 	killed := make(chan bool, 1)
+	killWhileStarting := func() {
+		go func() {
+			for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+				out, _ := lab.Exec(ctx, w, "sh", "-c", `pgrep -f '(^|/)ray start( |$)' >/dev/null || exit 0; pkill -KILL -f '^sshd(-session)?: [^ ]+@' && echo killed`)
+				if strings.TrimSpace(out) == "killed" {
+					killed <- true
+					return
+				}
+			}
+			killed <- false
+		}()
+	}
+	wasKilled := func() {
+		if !<-killed {
+			t.Fatal("the worker's ray start was never seen: the sessions were not killed mid-apply")
+		}
+	}
+	var headBefore string
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
 		ProtoV6ProviderFactories: acctest.Factories,
 		CheckDestroy:             noRayLeft(l),
 		Steps: []resource.TestStep{
 			{
-				PreConfig: func() {
-					go func() {
-						for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-							out, _ := lab.Exec(ctx, w, "sh", "-c", `pgrep -f '(^|/)ray start( |$)' >/dev/null || exit 0; pkill -KILL -f '^sshd(-session)?: [^ ]+@' && echo killed`)
-							if strings.TrimSpace(out) == "killed" {
-								killed <- true
-								return
-							}
-						}
-						killed <- false
-					}()
-				},
+				PreConfig:   killWhileStarting,
 				Config:      config,
 				ExpectError: regexp.MustCompile(`(?s)Cannot start Ray worker.*` + regexp.QuoteMeta(w.SSHHost)),
 			},
 			{
 				PreConfig: func() {
-					if !<-killed {
-						t.Fatal("the worker's ray start was never seen: the sessions were not killed mid-apply")
-					}
+					wasKilled()
 					for _, n := range l.Nodes {
 						if out, err := acctest.NodeProcesses(n); err != nil || out != "" {
 							t.Fatalf("after the failed apply, Ray still runs on %s (%v):\n%s", n.Name, err, out)
@@ -653,6 +662,33 @@ func TestAccRayCluster_sshSessionsKilledMidApply(t *testing.T) {
 					}
 				},
 				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("alive"), knownvalue.Bool(true)),
+				},
+			},
+			{Config: headOnly}, // the worker removed
+			{
+				PreConfig: func() {
+					headBefore = raylet(t, head)
+					killWhileStarting()
+				},
+				Config:      config, // the worker added back: an update, killed mid-start
+				ExpectError: regexp.MustCompile(`(?s)Cannot start Ray worker.*` + regexp.QuoteMeta(w.SSHHost)),
+			},
+			{
+				PreConfig: func() {
+					wasKilled()
+					if out, err := acctest.NodeProcesses(w); err != nil || out != "" {
+						t.Fatalf("the failed update left the worker it started running (%v):\n%s", err, out)
+					}
+					if after := raylet(t, head); after != headBefore || after == "" {
+						t.Fatalf("the failed update touched the head: raylet %q -> %q", headBefore, after)
+					}
+				},
+				Config: config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(clusterAddr, plancheck.ResourceActionUpdate), // state kept the cluster as it was
+				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey("alive"), knownvalue.Bool(true)),
 				},
