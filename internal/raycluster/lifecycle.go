@@ -159,16 +159,12 @@ func (m *Manager) WaitRegistered(ctx context.Context, s Spec, gcsAddr string, wa
 				return t, wrong
 			}
 			if missing == "" {
-				for _, name := range slices.Sorted(maps.Keys(want)) {
-					tflog.Info(ctx, "Ray node registered", map[string]any{"node": name, "ip": want[name], "waited_ms": time.Since(start).Milliseconds()})
-				}
+				logRegistered(ctx, want, start)
 				return t, nil
 			}
 			lastErr = &RegistrationError{Node: missing, Want: want[missing], Waited: time.Since(start)}
-		} else if err != nil {
-			lastErr = err
 		} else {
-			lastErr = fmt.Errorf("the head's GCS at %s does not answer: %s", gcsAddr, t.GCSError)
+			lastErr = unreadTable(err, t, gcsAddr)
 		}
 		select {
 		case <-ctx.Done():
@@ -178,6 +174,22 @@ func (m *Manager) WaitRegistered(ctx context.Context, s Spec, gcsAddr string, wa
 			return last, fmt.Errorf("%w (gave up: %w)", lastErr, ctx.Err())
 		case <-time.After(time.Second):
 		}
+	}
+}
+
+// unreadTable is why a node-table read told nothing: its error, else the
+// GCS that did not answer.
+func unreadTable(err error, t ray.Table, gcsAddr string) error {
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("the head's GCS at %s does not answer: %s", gcsAddr, t.GCSError)
+}
+
+// logRegistered logs every wanted node, in name order, once all registered.
+func logRegistered(ctx context.Context, want map[string]string, start time.Time) {
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		tflog.Info(ctx, "Ray node registered", map[string]any{"node": name, "ip": want[name], "waited_ms": time.Since(start).Milliseconds()})
 	}
 }
 
