@@ -2,13 +2,11 @@ package resources
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -18,12 +16,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
-	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
 var (
@@ -285,118 +281,14 @@ func (r *rayClusterResource) Create(ctx context.Context, req resource.CreateRequ
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	// The same checks as the plan, now with every value known, before anything starts.
-	p, err := r.mgr.PlanCluster(ctx, spec, raycluster.PlanOptions{})
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot read the nodes", err.Error())
-		return
-	}
-	addPreflight(&resp.Diagnostics, p.Diagnostics)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	holder := raycluster.Holder()
-	release, err := r.mgr.Lock(ctx, holder, allEndpoints(spec)...)
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot lock the nodes", err.Error())
-		return
-	}
-	defer release()
-	gcsAddr := net.JoinHostPort(p.HeadIP, strconv.Itoa(spec.GCSPort))
-	if p.StopOrphan {
-		// A create of this cluster was killed before it could roll back:
-		// its Ray holds the port (the plan said so); replace it.
-		if err := r.mgr.Stop(ctx, spec, spec.Head, gcsAddr); err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root("head"), "Cannot stop the Ray an unfinished create left", err.Error())
-			return
-		}
-	}
-	// The marker lives until this create has finished or rolled back: if
-	// this provider is killed first, the next plan knows the Ray it finds.
-	if err := r.mgr.MarkStarting(ctx, spec, holder); err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("head"), "Cannot write the start marker", err.Error())
-		return
-	}
-
-	// The head counts as started from the moment its ray start is sent: an
-	// apply interrupted while it runs (Ctrl-C cancels ctx) stops it too.
-	started := []raycluster.NodeSpec{spec.Head}
-	rollback := func() {
-		// Nothing half-started: stop what this apply started, workers first,
-		// even when the apply was cancelled (bounded, on a fresh context).
-		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		defer cancel()
-		stopped := true
-		defer func() {
-			if stopped {
-				_ = r.mgr.ClearStarting(bg, spec)
-				for _, n := range started {
-					r.removeToken(bg, spec, n, &resp.Diagnostics)
-				}
-			}
-		}()
-		for i := len(started) - 1; i >= 0; i-- {
-			if err := r.mgr.Stop(bg, spec, started[i], gcsAddr); err != nil {
-				stopped = false
-				tflog.Warn(ctx, "rollback: could not stop Ray", map[string]any{"node": started[i].Name, "error": err.Error()})
-				resp.Diagnostics.AddWarning("Rollback could not stop Ray on "+started[i].Name,
-					fmt.Sprintf("%v\n\nRay may still run on %s (%s). The start marker stays on the head, so the next apply "+
-						"recognises what this one left and replaces it once the node answers.", err, started[i].Name, started[i].Endpoint.Host))
-			}
-		}
-	}
-	if err := r.mgr.Start(ctx, spec, spec.Head, "", p.HeadIP, ""); err != nil {
-		rollback()
-		resp.Diagnostics.AddAttributeError(path.Root("head"), "Cannot start the Ray head", err.Error())
-		return
-	}
-	want := map[string]string{raycluster.HeadName: p.HeadIP}
-	if _, err := r.mgr.WaitRegistered(ctx, spec, gcsAddr, want, p.Hostnames); err != nil {
-		rollback()
-		resp.Diagnostics.AddAttributeError(path.Root("head"), "Ray head did not register as planned", err.Error())
-		return
-	}
-	token, err := r.token(ctx, spec)
-	if err != nil {
-		rollback()
-		resp.Diagnostics.AddAttributeError(path.Root("auth_mode"), "Cannot read the cluster's auth token", err.Error())
-		return
-	}
-	if errs := r.startWorkers(ctx, spec, spec.WorkerNames(), p.HeadIP, p.Registered, token, true); len(errs) > 0 {
-		for _, name := range spec.WorkerNames() {
-			started = append(started, spec.Workers[name])
-		}
-		rollback()
-		for name, err := range errs {
-			resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(name), "Cannot start Ray worker", err.Error())
-		}
-		return
-	}
-	for _, name := range spec.WorkerNames() {
-		started = append(started, spec.Workers[name])
-		want[name] = p.Registered[name]
-	}
-	t, err := r.mgr.WaitRegistered(ctx, spec, gcsAddr, want, p.Hostnames)
-	if err != nil {
-		rollback()
-		var reg *raycluster.RegistrationError
-		summary := "Ray workers did not register as planned"
-		if errors.As(err, &reg) && reg.Node != raycluster.HeadName {
-			resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(reg.Node), summary, err.Error())
-		} else {
-			resp.Diagnostics.AddError(summary, err.Error())
-		}
+	t, found := r.mgr.Create(ctx, spec)
+	if addPreflight(&resp.Diagnostics, found); resp.Diagnostics.HasError() {
 		return
 	}
 	fill(&plan, t)
 	plan.ID = plan.Head.SSHHost
 	plan.SecretEnvWO = types.MapNull(types.StringType) // write-only: never in state
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	if err := r.mgr.ClearStarting(ctx, spec); err != nil {
-		resp.Diagnostics.AddWarning("Cannot remove the start marker",
-			fmt.Sprintf("%v\n\nThe cluster is created. A later plan that finds this cluster's Ray without state would take it for an "+
-				"unfinished create's and replace it.", err))
-	}
 }
 
 // secretEnv reads the write-only secret_env_wo from the configuration: the
@@ -407,58 +299,6 @@ func secretEnv(ctx context.Context, cfg tfsdk.Config, diags *diag.Diagnostics) m
 	out := map[string]string{}
 	if !m.IsNull() && !m.IsUnknown() {
 		diags.Append(m.ElementsAs(ctx, &out, false)...)
-	}
-	return out
-}
-
-// startWorkers starts Ray on the named workers in parallel. Any Ray already
-// on a worker is stopped first: the node is about to join this cluster, and
-// a raylet left from a cluster that is gone would hold its ports.
-func (r *rayClusterResource) startWorkers(ctx context.Context, spec raycluster.Spec, names []string, headIP string, registered map[string]string, token string, clean bool) map[string]error {
-	var mu sync.Mutex
-	errs := map[string]error{}
-	var wg sync.WaitGroup
-	for _, name := range names {
-		wg.Go(func() {
-			w := spec.Workers[name]
-			var err error
-			if clean {
-				err = r.mgr.Stop(ctx, spec, w, net.JoinHostPort(headIP, strconv.Itoa(spec.GCSPort)))
-			}
-			if err == nil {
-				err = r.mgr.Start(ctx, spec, w, headIP, registered[name], token)
-			}
-			if err != nil {
-				mu.Lock()
-				errs[name] = err
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return errs
-}
-
-// token reads the cluster's auth token from the head when token
-// authentication is on: workers get it on stdin, state never sees it.
-func (r *rayClusterResource) token(ctx context.Context, spec raycluster.Spec) (string, error) {
-	if !spec.AuthToken {
-		return "", nil
-	}
-	t, err := r.mgr.ReadToken(ctx, spec)
-	if err == nil && t == "" {
-		err = errors.New("the head has no token at ~/.ray/auth_token")
-	}
-	return t, err
-}
-
-func allEndpoints(specs ...raycluster.Spec) []transport.Endpoint {
-	var out []transport.Endpoint
-	for _, s := range specs {
-		out = append(out, s.Head.Endpoint)
-		for _, name := range s.WorkerNames() {
-			out = append(out, s.Workers[name].Endpoint)
-		}
 	}
 	return out
 }
@@ -494,6 +334,8 @@ func fill(m *clusterModel, t ray.Table) {
 	}
 }
 
+// Read refreshes the state from Ray's node table; an imported state is
+// first completed from what runs (raycluster.Discover).
 func (r *rayClusterResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	ctx, cancel := providerdata.WithReadDeadline(ctx)
 	defer cancel()
@@ -508,8 +350,9 @@ func (r *rayClusterResource) Read(ctx context.Context, req resource.ReadRequest,
 		return
 	}
 	if state.Head.RegisteredIP.IsNull() || state.Head.RegisteredIP.IsUnknown() {
-		resp.Diagnostics.Append(r.discover(ctx, &state, spec)...)
-		if resp.Diagnostics.HasError() {
+		d, found := r.mgr.Discover(ctx, spec)
+		adoptCluster(&state, d)
+		if addPreflight(&resp.Diagnostics, found); resp.Diagnostics.HasError() {
 			return
 		}
 	}
@@ -519,28 +362,46 @@ func (r *rayClusterResource) Read(ctx context.Context, req resource.ReadRequest,
 		resp.Diagnostics.AddError("Cannot read the Ray cluster", err.Error()+goneHint)
 		return
 	}
-	if !t.GCSUp && !t.GCSGone() {
-		// Slow or unreachable is not gone: keep the state, and the plan
-		// (whose checks warn when nothing changes) goes on.
-		resp.Diagnostics.AddWarning("Ray's GCS did not answer",
-			fmt.Sprintf("The head's GCS at %s did not answer (%s); the state is kept as it was. If the cluster is really gone, "+
-				"the next plan that can reach it says so.", state.gcsAddr(), t.GCSError))
-		resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-		return
-	}
 	if !t.GCSUp {
-		resp.Diagnostics.AddWarning("Ray cluster is gone",
-			fmt.Sprintf("The head's GCS at %s does not answer (%s): the cluster will be created again.", state.gcsAddr(), t.GCSError))
-		resp.State.RemoveResource(ctx)
+		gone, warning := gcsDown(&state, t)
+		resp.Diagnostics.Append(warning)
+		if gone {
+			resp.State.RemoveResource(ctx)
+		} else {
+			resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+		}
 		return
 	}
 	fill(&state, t)
+	resp.Diagnostics.Append(notAliveWarnings(&state)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// gcsDown is the warning for a head whose GCS did not answer, and whether
+// the cluster is gone (the GCS is known to be: nothing listens on its
+// port) and leaves the state. Slow or unreachable is not gone: the state
+// is kept, and the plan (whose checks warn when nothing changes) goes on.
+func gcsDown(state *clusterModel, t ray.Table) (gone bool, warning diag.Diagnostic) {
+	if !t.GCSGone() {
+		return false, diag.NewWarningDiagnostic("Ray's GCS did not answer",
+			fmt.Sprintf("The head's GCS at %s did not answer (%s); the state is kept as it was. If the cluster is really gone, "+
+				"the next plan that can reach it says so.", state.gcsAddr(), t.GCSError))
+	}
+	return true, diag.NewWarningDiagnostic("Ray cluster is gone",
+		fmt.Sprintf("The head's GCS at %s does not answer (%s): the cluster will be created again.", state.gcsAddr(), t.GCSError))
+}
+
+// notAliveWarnings warns of the nodes a refresh found not alive in Ray's
+// node table: the plan replaces the cluster of a dead head, and restarts
+// dead workers.
+func notAliveWarnings(state *clusterModel) diag.Diagnostics {
+	var diags diag.Diagnostics
 	if !state.Head.Alive.ValueBool() {
 		// The GCS answers but the head's raylet is dead: still this
 		// resource's cluster (its GCS holds the port), which the plan
 		// replaces. Dropped from state, it would be a Ray no state knows,
 		// which the next plan must refuse to touch.
-		resp.Diagnostics.AddWarning("Ray head is not alive",
+		diags.AddWarning("Ray head is not alive",
 			fmt.Sprintf("No alive node is registered as %s in the cluster at %s, whose GCS still answers: the plan replaces the cluster.",
 				state.Head.RegisteredIP.ValueString(), state.gcsAddr()))
 	}
@@ -552,59 +413,33 @@ func (r *rayClusterResource) Read(ctx context.Context, req resource.ReadRequest,
 	}
 	if len(dead) > 0 {
 		sort.Strings(dead)
-		resp.Diagnostics.AddWarning("Ray workers not alive", "Not alive in Ray's node table: "+strings.Join(dead, "; ")+
+		diags.AddWarning("Ray workers not alive", "Not alive in Ray's node table: "+strings.Join(dead, "; ")+
 			". The plan restarts them.")
 	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	return diags
 }
 
-// discover fills an imported state: the head's GCS address from the file
-// Ray keeps on the head, and each named worker's registered IP by matching
-// its addresses against the node table.
-func (r *rayClusterResource) discover(ctx context.Context, m *clusterModel, spec raycluster.Spec) diag.Diagnostics {
-	var diags diag.Diagnostics
-	addr, err := r.mgr.CurrentCluster(ctx, spec)
-	if err != nil {
-		diags.AddError("Cannot import the Ray cluster", err.Error())
-		return diags
-	}
-	host, port, _ := net.SplitHostPort(addr)
-	p, _ := strconv.Atoi(port)
-	m.GCSPort = types.Int64Value(int64(p))
-	m.Head.RegisteredIP = types.StringValue(host)
-	spec.GCSPort = p
-	t, err := r.mgr.Table(ctx, spec, addr)
-	if err != nil || !t.GCSUp {
-		diags.AddError("Cannot import the Ray cluster", fmt.Sprintf("reading the node table at %s: %v %s", addr, err, t.GCSError))
-		return diags
-	}
-	for name, w := range m.Workers {
-		addrs, err := r.mgr.NodeAddresses(ctx, spec, spec.Workers[name])
-		if err != nil {
-			diags.AddAttributeError(path.Root("workers").AtMapKey(name), "Cannot import worker", err.Error())
-			continue
-		}
-		for _, a := range addrs {
-			if n, ok := t.Alive(a); ok && !n.IsHead {
-				w.RegisteredIP = types.StringValue(a)
-			}
-		}
-		if w.RegisteredIP.IsNull() {
-			diags.AddAttributeError(path.Root("workers").AtMapKey(name), "Worker is not in the Ray cluster",
-				fmt.Sprintf("worker %s (%s) has none of its addresses (%s) registered in the cluster at %s.", name,
-					w.SSHHost.ValueString(), strings.Join(addrs, ", "), addr))
-		}
+// adoptCluster fills an imported state with what raycluster.Discover read
+// of the running cluster; what Ray does not report is taken as the
+// defaults a create would have used.
+func adoptCluster(m *clusterModel, d raycluster.Discovered) {
+	m.GCSPort = types.Int64Value(int64(d.GCSPort))
+	m.Head.RegisteredIP = types.StringValue(d.HeadIP)
+	for name, ip := range d.Workers {
+		m.Workers[name].RegisteredIP = types.StringValue(ip)
 	}
 	if m.DashboardHost.IsNull() {
 		m.DashboardHost = types.StringValue("127.0.0.1")
 	}
 	m.AuthMode = types.StringValue("disabled")
-	if t, err := r.mgr.ReadToken(ctx, spec); err == nil && t != "" {
+	if d.AuthToken {
 		m.AuthMode = types.StringValue("token")
 	}
-	return diags
 }
 
+// Update restarts the workers whose Ray-facing settings changed (or that
+// are not alive), starts the added ones and stops the removed ones
+// (raycluster.Reconcile); the head keeps running.
 func (r *rayClusterResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	resp.Diagnostics.Append(clearImported(ctx, resp.Private)...)
 	var plan, state clusterModel
@@ -626,101 +461,9 @@ func (r *rayClusterResource) Update(ctx context.Context, req resource.UpdateRequ
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	var removed []string
-	for name := range state.Workers {
-		if _, ok := plan.Workers[name]; !ok {
-			removed = append(removed, name)
-		}
-	}
-	sort.Strings(removed)
-	resp.Diagnostics.Append(r.dropUnreachable(ctx, &old, removed)...)
-	release, err := r.mgr.Lock(ctx, raycluster.Holder(), allEndpoints(spec, old)...)
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot lock the nodes", err.Error())
+	t, found := r.mgr.Reconcile(ctx, clusterUpdate(&plan, &state, spec, old))
+	if addPreflight(&resp.Diagnostics, found); resp.Diagnostics.HasError() {
 		return
-	}
-	defer release()
-
-	headIP := state.Head.RegisteredIP.ValueString()
-	gcsAddr := state.gcsAddr()
-	// Workers that go away or change: stop Ray there, and only there.
-	var stop, start []string
-	for name, w := range state.Workers {
-		nw, ok := plan.Workers[name]
-		if _, reachable := old.Workers[name]; !reachable {
-			continue // removed, unreachable, warned about
-		}
-		if !ok || !sameNode(w, nw) || !w.Alive.ValueBool() {
-			if err := r.mgr.Stop(ctx, old, old.Workers[name], gcsAddr); err != nil {
-				resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(name), "Cannot stop Ray worker", err.Error())
-				return
-			}
-			if !ok || !sameEndpoint(w, nw) { // the token stays with the Ray it was for: not on a node (or user) it left
-				r.removeToken(ctx, old, old.Workers[name], &resp.Diagnostics)
-			}
-			if ok && w.SSHHost.Equal(nw.SSHHost) && !w.SSHUser.Equal(nw.SSHUser) {
-				// Ray starts there as another user, in the same session.
-				if err := r.mgr.LeaveSession(ctx, old, old.Workers[name]); err != nil {
-					resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(name), "Cannot hand the worker to another SSH user", err.Error())
-					return
-				}
-			}
-			stop = append(stop, name)
-		}
-	}
-	for name, w := range plan.Workers {
-		if ow, ok := state.Workers[name]; !ok || !sameNode(ow, w) || !ow.Alive.ValueBool() {
-			start = append(start, name)
-		}
-	}
-	sort.Strings(start)
-	registered := map[string]string{}
-	for name, w := range plan.Workers {
-		registered[name] = w.RegisteredIP.ValueString()
-	}
-	token, err := r.token(ctx, spec)
-	if err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("auth_mode"), "Cannot read the cluster's auth token", err.Error())
-		return
-	}
-	// A failed update takes back the workers it started: state keeps the
-	// cluster as it was, and a worker joined under this update's settings
-	// would be a Ray no state knows (the next plan starts it again).
-	rollback := func() {
-		for _, name := range start {
-			if err := r.mgr.Stop(context.WithoutCancel(ctx), spec, spec.Workers[name], gcsAddr); err != nil {
-				resp.Diagnostics.AddAttributeWarning(path.Root("workers").AtMapKey(name), "Cannot stop a worker this failed update started",
-					err.Error()+"\n\nThe next apply stops and starts it again.")
-			}
-		}
-	}
-	if errs := r.startWorkers(ctx, spec, start, headIP, registered, token, false); len(errs) > 0 {
-		for name, err := range errs {
-			resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(name), "Cannot start Ray worker", err.Error())
-		}
-		rollback()
-		return
-	}
-	want := map[string]string{raycluster.HeadName: headIP}
-	for name, w := range plan.Workers {
-		want[name] = w.RegisteredIP.ValueString()
-	}
-	t, err := r.mgr.WaitRegistered(ctx, spec, gcsAddr, want, nil)
-	if err != nil {
-		resp.Diagnostics.AddError("Ray workers did not register as planned", err.Error())
-		rollback()
-		return
-	}
-	// Removed workers must have left the node table.
-	for _, name := range stop {
-		if _, still := plan.Workers[name]; still {
-			continue
-		}
-		if n, ok := t.Alive(state.Workers[name].RegisteredIP.ValueString()); ok {
-			resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(name), "Removed worker is still in the cluster",
-				fmt.Sprintf("Ray on %s was stopped but node %s (%s) is still alive in the node table.", name, n.ID, n.IP))
-			return
-		}
 	}
 	plan.Head.NodeID = state.Head.NodeID
 	fill(&plan, t)
@@ -728,6 +471,36 @@ func (r *rayClusterResource) Update(ctx context.Context, req resource.UpdateRequ
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
+// clusterUpdate decides, from the plan and the state, what an update does
+// to each worker: Ray stops on a worker removed, changed (sameNode) or not
+// alive, and starts on one added, changed or not alive. The auth token
+// goes with a worker that leaves its node or SSH user (sameEndpoint), and
+// a worker handed to another SSH user of the same host leaves its session
+// first.
+func clusterUpdate(plan, state *clusterModel, spec, old raycluster.Spec) raycluster.Update {
+	u := raycluster.Update{Old: old, New: spec, HeadIP: state.Head.RegisteredIP.ValueString(),
+		Stop: map[string]raycluster.StopWorker{}, Want: map[string]string{}}
+	for name, w := range state.Workers {
+		nw, ok := plan.Workers[name]
+		if ok && sameNode(w, nw) && w.Alive.ValueBool() {
+			continue
+		}
+		u.Stop[name] = raycluster.StopWorker{RegisteredIP: w.RegisteredIP.ValueString(),
+			RemoveToken:  !ok || !sameEndpoint(w, nw),
+			LeaveSession: ok && w.SSHHost.Equal(nw.SSHHost) && !w.SSHUser.Equal(nw.SSHUser)}
+	}
+	for name, w := range plan.Workers {
+		u.Want[name] = w.RegisteredIP.ValueString()
+		if ow, ok := state.Workers[name]; !ok || !sameNode(ow, w) || !ow.Alive.ValueBool() {
+			u.Start = append(u.Start, name)
+		}
+	}
+	sort.Strings(u.Start)
+	return u
+}
+
+// Delete stops Ray on every node (raycluster.Destroy). Every error ends
+// with the way out for a node that is gone for good.
 func (r *rayClusterResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
 	var state clusterModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -743,82 +516,9 @@ func (r *rayClusterResource) Delete(ctx context.Context, req resource.DeleteRequ
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	resp.Diagnostics.Append(r.dropUnreachable(ctx, &spec, spec.WorkerNames())...)
-	release, err := r.mgr.Lock(ctx, raycluster.Holder(), allEndpoints(spec)...)
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot lock the nodes", err.Error()+goneHint)
-		return
-	}
-	defer release()
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, name := range spec.WorkerNames() {
-		wg.Go(func() {
-			if err := r.mgr.Stop(ctx, spec, spec.Workers[name], state.gcsAddr()); err != nil {
-				mu.Lock()
-				resp.Diagnostics.AddAttributeError(path.Root("workers").AtMapKey(name), "Cannot stop Ray worker", err.Error()+goneHint)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if err := r.mgr.Stop(ctx, spec, spec.Head, state.gcsAddr()); err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("head"), "Cannot stop the Ray head", err.Error()+goneHint)
-		return
-	}
-	nodes := []raycluster.NodeSpec{spec.Head}
-	for _, name := range spec.WorkerNames() {
-		nodes = append(nodes, spec.Workers[name])
-	}
-	for _, n := range nodes {
-		r.removeToken(ctx, spec, n, &resp.Diagnostics)
-	}
-}
-
-// removeToken removes the auth token the provider wrote on a node whose
-// Ray it stopped; a failure is a warning naming the node and the file.
-func (r *rayClusterResource) removeToken(ctx context.Context, spec raycluster.Spec, n raycluster.NodeSpec, diags *diag.Diagnostics) {
-	if !spec.AuthToken || spec.Runtime.Container != nil {
-		return // in a container, the token went with it
-	}
-	if err := r.mgr.RemoveToken(ctx, spec, n); err != nil {
-		diags.AddWarning("Ray auth token left on "+n.Name,
-			fmt.Sprintf("Ray is stopped on %s (%s), but its auth token (~/.ray/auth_token of the SSH user) could not be removed: %v. "+
-				"Remove it by hand when no other Ray of that user runs there.", n.Name, n.Endpoint.Host, err))
-	}
-}
-
-// dropUnreachable takes the named workers that cannot be reached at all out
-// of spec, with a warning each: a worker that is being removed, or whose
-// cluster is being destroyed, must not hold the operation hostage. Ray on
-// such a worker, if it still runs, stops by itself once it has lost its
-// head's GCS for gcs_rpc_server_reconnect_timeout_s (60 s by default, Ray's
-// src/ray/common/ray_config_def.h); and it is no longer in state.
-func (r *rayClusterResource) dropUnreachable(ctx context.Context, spec *raycluster.Spec, names []string) diag.Diagnostics {
-	var diags diag.Diagnostics
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Go(func() {
-			_, errs[i] = r.mgr.Pool.Get(ctx, spec.Workers[name].Endpoint)
-		})
-	}
-	wg.Wait()
-	for i, name := range names {
-		if !transport.Unreachable(errs[i]) {
-			continue
-		}
-		diags.AddAttributeWarning(path.Root("workers").AtMapKey(name), "Worker unreachable: Ray on it was not stopped",
-			fmt.Sprintf("%v.\n\nWorker %s is removed from state anyway. If Ray still runs there, it stops by itself about a minute "+
-				"after it loses the head; if the node comes back with Ray running, run `ray stop` there. The Ray auth token the provider "+
-				"wrote there (~/.ray/auth_token) stays until a cluster of this provider uses the node again and is destroyed, or "+
-				"you remove it.", errs[i], name))
-		delete(spec.Workers, name)
-	}
-	return diags
+	var found diag.Diagnostics
+	addPreflight(&found, r.mgr.Destroy(ctx, spec, state.gcsAddr()))
+	resp.Diagnostics.Append(withGoneHint(found)...)
 }
 
 // ImportState takes the head's ssh_host, optionally followed by workers as
