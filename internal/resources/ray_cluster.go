@@ -306,24 +306,47 @@ func (r *rayClusterResource) Delete(ctx context.Context, req resource.DeleteRequ
 // is read from the head; workers are matched to Ray's node table by their
 // addresses.
 func (r *rayClusterResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	parts := strings.Split(req.ID, ",")
-	head := strings.TrimSpace(parts[0])
-	if head == "" {
-		resp.Diagnostics.AddError("Invalid import ID",
-			fmt.Sprintf("import ID %q: want <head ssh_host>[,<worker name>=<worker ssh_host>...], e.g. \"10.1.230.180,spark2=10.1.230.181\"", req.ID))
+	head, workers, err := parseClusterImportID(req.ID)
+	if err != nil {
+		resp.Diagnostics.AddError("Invalid import ID", err.Error())
 		return
 	}
+	m := importedCluster(head, workers)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	resp.Diagnostics.Append(markImported(ctx, resp.Private)...)
+}
+
+// parseClusterImportID splits a cluster's import ID into the head's
+// ssh_host and the workers' (by name); nil workers when it names none.
+func parseClusterImportID(id string) (head string, workers map[string]string, err error) {
+	parts := strings.Split(id, ",")
+	head = strings.TrimSpace(parts[0])
+	if head == "" {
+		return "", nil, fmt.Errorf("import ID %q: want <head ssh_host>[,<worker name>=<worker ssh_host>...], e.g. \"10.1.230.180,spark2=10.1.230.181\"", id)
+	}
+	for _, p := range parts[1:] {
+		name, host, ok := strings.Cut(strings.TrimSpace(p), "=")
+		if !ok || name == "" || host == "" {
+			return "", nil, fmt.Errorf("import ID part %q: want <worker name>=<worker ssh_host>", p)
+		}
+		if workers == nil {
+			workers = map[string]string{}
+		}
+		workers[name] = host
+	}
+	return head, workers, nil
+}
+
+// importedCluster is the state an import starts from: the nodes' SSH
+// hosts, and null for everything Read fills in from what runs (or the
+// first plan from the configuration).
+func importedCluster(head string, workers map[string]string) clusterModel {
 	m := clusterModel{ID: types.StringValue(head), GCSPort: types.Int64Value(6379), AuthMode: types.StringNull(),
 		Env: types.MapNull(types.StringType), SecretEnvWO: types.MapNull(types.StringType), SecretEnvVer: types.Int64Null(),
 		StartArgs: types.ListNull(types.StringType), DashboardHost: types.StringNull(),
 		HeadAddress: types.StringNull(), RayVersion: types.StringNull()}
 	m.Head = emptyNode(head)
-	for _, p := range parts[1:] {
-		name, host, ok := strings.Cut(strings.TrimSpace(p), "=")
-		if !ok || name == "" || host == "" {
-			resp.Diagnostics.AddError("Invalid import ID", fmt.Sprintf("import ID part %q: want <worker name>=<worker ssh_host>", p))
-			return
-		}
+	for name, host := range workers {
 		if m.Workers == nil {
 			m.Workers = map[string]*rayNodeModel{}
 		}
@@ -331,8 +354,7 @@ func (r *rayClusterResource) ImportState(ctx context.Context, req resource.Impor
 	}
 	m.Timeouts = timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{
 		"create": types.StringType, "update": types.StringType, "delete": types.StringType})}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-	resp.Diagnostics.Append(markImported(ctx, resp.Private)...)
+	return m
 }
 
 func emptyNode(host string) *rayNodeModel {

@@ -643,13 +643,32 @@ func (r *vllmResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 
 // ImportState takes "<ssh_host>:<port>"; the rest is read from the server.
 func (r *vllmResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	host, port, err := net.SplitHostPort(req.ID)
-	p, perr := strconv.Atoi(port)
-	if err != nil || perr != nil || host == "" {
-		resp.Diagnostics.AddError("Invalid import ID", fmt.Sprintf("import ID %q: want <head ssh_host>:<port>, e.g. \"10.1.230.180:8000\"", req.ID))
+	host, port, err := parseDeploymentImportID(req.ID)
+	if err != nil {
+		resp.Diagnostics.AddError("Invalid import ID", err.Error())
 		return
 	}
-	m := vllmModel{ID: types.StringValue(req.ID), Port: types.Int64Value(int64(p)),
+	m := importedDeployment(req.ID, host, port)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	resp.Diagnostics.Append(markImported(ctx, resp.Private)...)
+}
+
+// parseDeploymentImportID splits a deployment's import ID into the head's
+// ssh_host and the server's port.
+func parseDeploymentImportID(id string) (host string, port int, err error) {
+	host, p, err := net.SplitHostPort(id)
+	port, perr := strconv.Atoi(p)
+	if err != nil || perr != nil || host == "" {
+		return "", 0, fmt.Errorf("import ID %q: want <head ssh_host>:<port>, e.g. \"10.1.230.180:8000\"", id)
+	}
+	return host, port, nil
+}
+
+// importedDeployment is the state an import starts from: the head and the
+// port, the schema's defaults, and null for everything Read fills in from
+// the running server (or the first plan from the configuration).
+func importedDeployment(id, host string, port int) vllmModel {
+	return vllmModel{ID: types.StringValue(id), Port: types.Int64Value(int64(port)),
 		Head: &headAccess{NodeAccess: providerdata.NodeAccess{SSHHost: types.StringValue(host), SSHPort: types.Int64Null(),
 			SSHUser: types.StringNull(), HostKey: types.StringNull()}},
 		RayAddress: types.StringNull(), Model: types.StringNull(), ServedModelName: types.StringNull(),
@@ -661,6 +680,4 @@ func (r *vllmResource) ImportState(ctx context.Context, req resource.ImportState
 		VLLMVersion: types.StringNull(), Executor: types.StringNull(), PlacementPinned: types.BoolNull(),
 		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{
 			"create": types.StringType, "update": types.StringType, "delete": types.StringType})}}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-	resp.Diagnostics.Append(markImported(ctx, resp.Private)...)
 }
