@@ -8,9 +8,12 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
+	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
+	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 )
 
 func addrs(f nodefacts.Facts) []string {
@@ -46,4 +49,72 @@ func (m *Manager) NodeAddresses(ctx context.Context, s Spec, n NodeSpec) ([]stri
 		return nil, err
 	}
 	return addrs(f), nil
+}
+
+// Discovered is what an import reads of the cluster running on a head.
+type Discovered struct {
+	HeadIP  string            // the address the head registered, from the GCS address Ray recorded
+	GCSPort int               // the GCS port, from the same
+	Workers map[string]string // worker name -> the IP Ray registered for it (found ones only)
+	// AuthToken: the head has an auth token, so the cluster is taken to
+	// use token authentication.
+	AuthToken bool
+}
+
+// Discover reads the cluster running on s's head for an import: the head's
+// GCS address from the file Ray keeps on the head, and each worker of s's
+// registered IP by matching its addresses against the node table. A worker
+// that cannot be read, or is not in the table, is an error on it; the
+// others are still matched.
+func (m *Manager) Discover(ctx context.Context, s Spec) (Discovered, []preflight.Diagnostic) {
+	d := Discovered{Workers: map[string]string{}}
+	addr, err := m.CurrentCluster(ctx, s)
+	if err != nil {
+		return d, []preflight.Diagnostic{failed(nil, "Cannot import the Ray cluster", err)}
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	d.HeadIP = host
+	d.GCSPort, _ = strconv.Atoi(port)
+	s.GCSPort = d.GCSPort
+	t, err := m.Table(ctx, s, addr)
+	if err != nil || !t.GCSUp {
+		return d, []preflight.Diagnostic{{Summary: "Cannot import the Ray cluster",
+			Detail: fmt.Sprintf("reading the node table at %s: %v %s", addr, err, t.GCSError)}}
+	}
+	var found []preflight.Diagnostic
+	for _, name := range s.WorkerNames() {
+		ip, f := m.matchWorker(ctx, s, s.Workers[name], t, addr)
+		if f != nil {
+			found = append(found, *f)
+			continue
+		}
+		d.Workers[name] = ip
+	}
+	if token, err := m.ReadToken(ctx, s); err == nil && token != "" {
+		d.AuthToken = true
+	}
+	return d, found
+}
+
+// matchWorker is the IP the node table has alive for one of the worker's
+// addresses (not the head's row), or the error on the worker that says why
+// there is none. gcsAddr names the cluster in that error.
+func (m *Manager) matchWorker(ctx context.Context, s Spec, w NodeSpec, t ray.Table, gcsAddr string) (string, *preflight.Diagnostic) {
+	addrs, err := m.NodeAddresses(ctx, s, w)
+	if err != nil {
+		d := failed(w.Path, "Cannot import worker", err)
+		return "", &d
+	}
+	ip := ""
+	for _, a := range addrs {
+		if n, ok := t.Alive(a); ok && !n.IsHead {
+			ip = a
+		}
+	}
+	if ip == "" {
+		return "", &preflight.Diagnostic{Attr: w.Path, Summary: "Worker is not in the Ray cluster",
+			Detail: fmt.Sprintf("worker %s (%s) has none of its addresses (%s) registered in the cluster at %s.", w.Name,
+				w.Endpoint.Host, strings.Join(addrs, ", "), gcsAddr)}
+	}
+	return ip, nil
 }

@@ -12,10 +12,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
@@ -159,16 +161,12 @@ func (m *Manager) WaitRegistered(ctx context.Context, s Spec, gcsAddr string, wa
 				return t, wrong
 			}
 			if missing == "" {
-				for _, name := range slices.Sorted(maps.Keys(want)) {
-					tflog.Info(ctx, "Ray node registered", map[string]any{"node": name, "ip": want[name], "waited_ms": time.Since(start).Milliseconds()})
-				}
+				logRegistered(ctx, want, start)
 				return t, nil
 			}
 			lastErr = &RegistrationError{Node: missing, Want: want[missing], Waited: time.Since(start)}
-		} else if err != nil {
-			lastErr = err
 		} else {
-			lastErr = fmt.Errorf("the head's GCS at %s does not answer: %s", gcsAddr, t.GCSError)
+			lastErr = unreadTable(err, t, gcsAddr)
 		}
 		select {
 		case <-ctx.Done():
@@ -179,6 +177,62 @@ func (m *Manager) WaitRegistered(ctx context.Context, s Spec, gcsAddr string, wa
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// unreadTable is why a node-table read told nothing: its error, else the
+// GCS that did not answer.
+func unreadTable(err error, t ray.Table, gcsAddr string) error {
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("the head's GCS at %s does not answer: %s", gcsAddr, t.GCSError)
+}
+
+// logRegistered logs every wanted node, in name order, once all registered.
+func logRegistered(ctx context.Context, want map[string]string, start time.Time) {
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		tflog.Info(ctx, "Ray node registered", map[string]any{"node": name, "ip": want[name], "waited_ms": time.Since(start).Milliseconds()})
+	}
+}
+
+// startWorkers starts Ray on the named workers in parallel, each joining
+// the head at headIP under the IP registered names for it. With clean, any
+// Ray already on a worker is stopped first: the node is about to join a new
+// cluster, and a raylet left from a cluster that is gone would hold its
+// ports. The errors are by worker name; none when every worker started.
+func (m *Manager) startWorkers(ctx context.Context, s Spec, names []string, headIP string, registered map[string]string, token string, clean bool) map[string]error {
+	var mu sync.Mutex
+	errs := map[string]error{}
+	var wg sync.WaitGroup
+	for _, name := range names {
+		wg.Go(func() {
+			w := s.Workers[name]
+			var err error
+			if clean {
+				err = m.Stop(ctx, s, w, s.GCSAddr(headIP))
+			}
+			if err == nil {
+				err = m.Start(ctx, s, w, headIP, registered[name], token)
+			}
+			if err != nil {
+				mu.Lock()
+				errs[name] = err
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+// workerFailures are the errors of startWorkers, one per worker, in name
+// order, each on its worker's attribute.
+func workerFailures(s Spec, summary string, errs map[string]error) []preflight.Diagnostic {
+	var out []preflight.Diagnostic
+	for _, name := range slices.Sorted(maps.Keys(errs)) {
+		out = append(out, failed(s.Workers[name].Path, summary, errs[name]))
+	}
+	return out
 }
 
 // checkRegistered compares Ray's node table with the nodes wanted (name ->

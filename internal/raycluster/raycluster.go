@@ -1,23 +1,31 @@
 // Package raycluster stands a Ray cluster up on nodes reached over SSH and
 // reads it back: facts and predictions for the plan, locks, start, stop,
-// and the registered node table. It knows nothing of Terraform; the
-// resources in internal/resources (directly, and through
-// internal/vllmdeploy) turn its results into state and diagnostics.
+// the apply of a whole cluster with its rollback, and the registered node
+// table. It knows nothing of Terraform; the resources in internal/resources
+// (directly, and through internal/vllmdeploy) turn its results into state
+// and diagnostics. Findings and failures come back as preflight.Diagnostic
+// values, each naming the attribute it is about.
 //
 // One file per job, so each can be read alone: raycluster.go holds the
 // planned cluster (Spec) and the Manager every operation goes through;
 // memo.go what this process's plans concluded, for later plans; table.go
 // Ray's node table; plan.go the plan-time reads and evaluate.go the pure
 // rules run on them; lock.go node locks and start markers; lifecycle.go
-// start, stop and registration; token.go the auth token; import.go how an
-// import finds a running cluster.
+// start, stop and registration of a node; create.go, update.go and
+// destroy.go a whole cluster's apply (Create, Reconcile, Destroy), each in
+// its order and with its rollback; token.go the auth token; import.go how
+// an import finds a running cluster (Discover).
 package raycluster
 
 import (
 	"context"
+	"net"
+	"slices"
 	"sort"
+	"strconv"
 	"sync"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/runtime"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
@@ -61,6 +69,25 @@ func (s Spec) WorkerNames() []string {
 	return names
 }
 
+// GCSAddr is the address of the cluster's GCS when the head registered
+// headIP: what workers join and what every stop and node-table read names.
+func (s Spec) GCSAddr(headIP string) string {
+	return net.JoinHostPort(headIP, strconv.Itoa(s.GCSPort))
+}
+
+// endpoints are the SSH endpoints of every node of the specs, heads first:
+// the nodes an operation locks.
+func endpoints(specs ...Spec) []transport.Endpoint {
+	var out []transport.Endpoint
+	for _, s := range specs {
+		out = append(out, s.Head.Endpoint)
+		for _, name := range s.WorkerNames() {
+			out = append(out, s.Workers[name].Endpoint)
+		}
+	}
+	return out
+}
+
 // Endpoints are the nodes' SSH endpoints by node name.
 func (s Spec) Endpoints() map[string]transport.Endpoint {
 	out := map[string]transport.Endpoint{HeadName: s.Head.Endpoint}
@@ -100,4 +127,21 @@ func (m *Manager) runStdin(ctx context.Context, e transport.Endpoint, step strin
 	}
 	_, err = c.Run(ctx, transport.Cmd{Step: step, Argv: argv, Stdin: stdin})
 	return err
+}
+
+// failed is one error about the attribute at attr (nil: the resource as a
+// whole), as the apply reports it: the summary the user reads and the
+// error as its detail.
+func failed(attr []string, summary string, err error) preflight.Diagnostic {
+	return preflight.Diagnostic{Attr: attr, Summary: summary, Detail: err.Error()}
+}
+
+// warning is failed's counterpart for what went wrong but fails nothing.
+func warning(attr []string, summary, detail string) preflight.Diagnostic {
+	return preflight.Diagnostic{Warning: true, Attr: attr, Summary: summary, Detail: detail}
+}
+
+// hasError reports whether any diagnostic is an error, not a warning.
+func hasError(ds []preflight.Diagnostic) bool {
+	return slices.ContainsFunc(ds, func(d preflight.Diagnostic) bool { return !d.Warning })
 }

@@ -8,9 +8,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
@@ -71,4 +73,32 @@ func (m *Manager) ReadToken(ctx context.Context, s Spec) (string, error) {
 		return "", err
 	}
 	return strings.TrimSpace(string(res.Stdout)), nil
+}
+
+// clusterToken reads the cluster's auth token from the head when token
+// authentication is on: workers get it on stdin, state never sees it.
+func (m *Manager) clusterToken(ctx context.Context, s Spec) (string, error) {
+	if !s.AuthToken {
+		return "", nil
+	}
+	t, err := m.ReadToken(ctx, s)
+	if err == nil && t == "" {
+		err = errors.New("the head has no token at ~/.ray/auth_token")
+	}
+	return t, err
+}
+
+// removeToken removes the auth token the provider wrote on a node whose Ray
+// it stopped; a failure is a warning naming the node and the file (nil
+// when removed, or when there was nothing to remove).
+func (m *Manager) removeToken(ctx context.Context, s Spec, n NodeSpec) []preflight.Diagnostic {
+	if !s.AuthToken || s.Runtime.Container != nil {
+		return nil // in a container, the token went with it
+	}
+	if err := m.RemoveToken(ctx, s, n); err != nil {
+		return []preflight.Diagnostic{warning(nil, "Ray auth token left on "+n.Name,
+			fmt.Sprintf("Ray is stopped on %s (%s), but its auth token (~/.ray/auth_token of the SSH user) could not be removed: %v. "+
+				"Remove it by hand when no other Ray of that user runs there.", n.Name, n.Endpoint.Host, err))}
+	}
+	return nil
 }

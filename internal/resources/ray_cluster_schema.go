@@ -1,9 +1,18 @@
 // Package resources holds the provider's resources: schema, models, plan
 // modification and CRUD over the domain packages (internal/raycluster,
-// internal/vllmdeploy), which do the work on the nodes. It is more than
-// glue: it decides when a change replaces a cluster, which plan findings
-// fail a plan and which only warn so a destroy is never blocked
-// (waythrough.go), and the order of a cluster's apply and its rollback.
+// internal/vllmdeploy), which do the work on the nodes, each apply in its
+// order and with its rollback. It is more than glue: it decides when a
+// change replaces a cluster or restarts a worker or a server, and which
+// plan findings fail a plan and which only warn so a destroy is never
+// blocked (waythrough.go).
+//
+// Where each behaviour is: spark_ray_cluster's schema in
+// ray_cluster_schema.go, its model and raycluster.Spec in
+// ray_cluster_model.go, its plan (ModifyPlan, one step per function) in
+// ray_cluster_plan.go, and its create, read, update, delete and import in
+// ray_cluster.go, over raycluster's Create, Snapshot (and Discover for an
+// import), Reconcile and Destroy; spark_vllm_deployment's all in
+// vllm_deployment.go, over vllmdeploy's Check, Launch, Status, Find, Stop.
 package resources
 
 import (

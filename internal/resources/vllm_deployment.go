@@ -244,6 +244,9 @@ func setConcluded(p preflight.Concluded, m *vllmModel) {
 	m.PlacementPinned = types.BoolValue(p.Executor.Pinned)
 }
 
+// ModifyPlan plans what the server will be: its computed values, and what
+// the placement rules conclude on the head (planPlacement), unknown while
+// the cluster it joins is planned in this run.
 func (r *vllmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	ctx, cancel := providerdata.WithReadDeadline(ctx)
 	defer cancel()
@@ -256,14 +259,7 @@ func (r *vllmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if plan.ServedModelName.IsUnknown() && !plan.Model.IsUnknown() {
-		plan.ServedModelName = types.StringValue(plan.Model.ValueString())
-	}
-	if !plan.Head.SSHHost.IsUnknown() && !plan.Port.IsUnknown() {
-		plan.ID = types.StringValue(net.JoinHostPort(plan.Head.SSHHost.ValueString(), strconv.FormatInt(plan.Port.ValueInt64(), 10)))
-		plan.Endpoint = plan.endpoint()
-	}
-	plan.Status = types.StringValue(statusServing)
+	planComputed(&plan)
 	// Again here: at validate, ray_address is unknown when it comes from
 	// the cluster's head_address.
 	if checkServePort(plan, &resp.Diagnostics); resp.Diagnostics.HasError() {
@@ -274,40 +270,84 @@ func (r *vllmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 		state = &vllmModel{}
 		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
 	}
-	if unknownAny(config.RayAddress, config.Head.SSHHost, config.HostIP, config.Model, config.TP, config.PP) || config.Env.IsUnknown() {
+	if placementUnknown(&config) {
 		// The cluster is being created in this plan: the same check runs at apply, before launch.
-		plan.PlacementIP = types.StringUnknown()
-		plan.VLLMVersion, plan.Executor, plan.PlacementPinned = types.StringUnknown(), types.StringUnknown(), types.BoolUnknown()
-		plan.ProcessIdentity = types.StringUnknown()
-		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		planUnknownPlacement(&plan)
+	} else if !r.planPlacement(ctx, &plan, state, &resp.Diagnostics) {
 		return
 	}
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// planComputed plans the values that follow from the configuration alone:
+// the served name, the ID and endpoint, and the status a plan promises.
+func planComputed(plan *vllmModel) {
+	if plan.ServedModelName.IsUnknown() && !plan.Model.IsUnknown() {
+		plan.ServedModelName = types.StringValue(plan.Model.ValueString())
+	}
+	if !plan.Head.SSHHost.IsUnknown() && !plan.Port.IsUnknown() {
+		plan.ID = types.StringValue(net.JoinHostPort(plan.Head.SSHHost.ValueString(), strconv.FormatInt(plan.Port.ValueInt64(), 10)))
+		plan.Endpoint = plan.endpoint()
+	}
+	plan.Status = types.StringValue(statusServing)
+}
+
+// placementUnknown: something the placement rules read is not known yet
+// (the cluster is planned in this run); they run at apply, before launch.
+func placementUnknown(config *vllmModel) bool {
+	return unknownAny(config.RayAddress, config.Head.SSHHost, config.HostIP, config.Model, config.TP, config.PP) || config.Env.IsUnknown()
+}
+
+// planUnknownPlacement plans what the placement rules conclude, and the
+// process, as known only after apply.
+func planUnknownPlacement(plan *vllmModel) {
+	plan.PlacementIP = types.StringUnknown()
+	plan.VLLMVersion, plan.Executor, plan.PlacementPinned = types.StringUnknown(), types.StringUnknown(), types.BoolUnknown()
+	plan.ProcessIdentity = types.StringUnknown()
+}
+
+// planPlacement runs the placement rules on the head and plans what they
+// conclude. A failing rule is an error, unless the plan launches nothing
+// (keepsServing): then it warns, and the last plan's conclusions stand.
+// False: an error was reported, and the plan is not set.
+func (r *vllmResource) planPlacement(ctx context.Context, plan, state *vllmModel, diags *diag.Diagnostics) bool {
 	var found diag.Diagnostics
-	concluded := r.check(ctx, &plan, ownGPUs(state), ownGPUs(state) > 0 && state.Port.Equal(plan.Port), state != nil, &found)
-	if found.HasError() && state != nil && !needsRestart(state, &plan) && state.Status.ValueString() == statusServing {
+	concluded := r.check(ctx, plan, ownGPUs(state), ownGPUs(state) > 0 && state.Port.Equal(plan.Port), state != nil, &found)
+	if found.HasError() && keepsServing(state, plan) {
 		// The placement rules guard a launch, and this plan launches
 		// nothing: the server keeps serving, the finding is a warning, and
 		// what the last plan concluded stands.
-		resp.Diagnostics.Append(keptRunning(found)...)
-		plan.PlacementIP, plan.VLLMVersion, plan.Executor, plan.PlacementPinned =
-			state.PlacementIP, state.VLLMVersion, state.Executor, state.PlacementPinned
-		plan.ProcessIdentity = state.ProcessIdentity
-		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
-		return
+		diags.Append(keptRunning(found)...)
+		keepConcluded(plan, state)
+		return true
 	}
 	// On create paths too: a destroy of the rest of the configuration runs
 	// this plan in its refresh (a deployment not yet created still plans).
 	found = withDestroyHint(found)
-	if resp.Diagnostics.Append(found...); resp.Diagnostics.HasError() {
-		return
+	if diags.Append(found...); diags.HasError() {
+		return false
 	}
-	setConcluded(concluded, &plan)
-	if state != nil && !needsRestart(state, &plan) && state.Status.ValueString() == statusServing {
+	setConcluded(concluded, plan)
+	if keepsServing(state, plan) {
 		plan.ProcessIdentity = state.ProcessIdentity
 	} else {
 		plan.ProcessIdentity = types.StringUnknown()
 	}
-	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+	return true
+}
+
+// keepsServing: a server serves and the plan changes nothing it was
+// started with, so it keeps running as it is.
+func keepsServing(state, plan *vllmModel) bool {
+	return state != nil && !needsRestart(state, plan) && state.Status.ValueString() == statusServing
+}
+
+// keepConcluded plans what the last plan concluded, and the running
+// process, as the state has them.
+func keepConcluded(plan, state *vllmModel) {
+	plan.PlacementIP, plan.VLLMVersion, plan.Executor, plan.PlacementPinned =
+		state.PlacementIP, state.VLLMVersion, state.Executor, state.PlacementPinned
+	plan.ProcessIdentity = state.ProcessIdentity
 }
 
 // ValidateConfig runs the checks that compare attributes with each other.
@@ -560,7 +600,7 @@ func (r *vllmResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	resp.Diagnostics.Append(diags...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if !needsRestart(&state, &plan) && state.Status.ValueString() == statusServing {
+	if keepsServing(&state, &plan) {
 		plan.ProcessIdentity = state.ProcessIdentity
 		plan.APIKeyWO, plan.SecretEnvWO = types.StringNull(), types.MapNull(types.StringType)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
@@ -603,13 +643,32 @@ func (r *vllmResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 
 // ImportState takes "<ssh_host>:<port>"; the rest is read from the server.
 func (r *vllmResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	host, port, err := net.SplitHostPort(req.ID)
-	p, perr := strconv.Atoi(port)
-	if err != nil || perr != nil || host == "" {
-		resp.Diagnostics.AddError("Invalid import ID", fmt.Sprintf("import ID %q: want <head ssh_host>:<port>, e.g. \"10.1.230.180:8000\"", req.ID))
+	host, port, err := parseDeploymentImportID(req.ID)
+	if err != nil {
+		resp.Diagnostics.AddError("Invalid import ID", err.Error())
 		return
 	}
-	m := vllmModel{ID: types.StringValue(req.ID), Port: types.Int64Value(int64(p)),
+	m := importedDeployment(req.ID, host, port)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	resp.Diagnostics.Append(markImported(ctx, resp.Private)...)
+}
+
+// parseDeploymentImportID splits a deployment's import ID into the head's
+// ssh_host and the server's port.
+func parseDeploymentImportID(id string) (host string, port int, err error) {
+	host, p, err := net.SplitHostPort(id)
+	port, perr := strconv.Atoi(p)
+	if err != nil || perr != nil || host == "" {
+		return "", 0, fmt.Errorf("import ID %q: want <head ssh_host>:<port>, e.g. \"10.1.230.180:8000\"", id)
+	}
+	return host, port, nil
+}
+
+// importedDeployment is the state an import starts from: the head and the
+// port, the schema's defaults, and null for everything Read fills in from
+// the running server (or the first plan from the configuration).
+func importedDeployment(id, host string, port int) vllmModel {
+	return vllmModel{ID: types.StringValue(id), Port: types.Int64Value(int64(port)),
 		Head: &headAccess{NodeAccess: providerdata.NodeAccess{SSHHost: types.StringValue(host), SSHPort: types.Int64Null(),
 			SSHUser: types.StringNull(), HostKey: types.StringNull()}},
 		RayAddress: types.StringNull(), Model: types.StringNull(), ServedModelName: types.StringNull(),
@@ -621,6 +680,4 @@ func (r *vllmResource) ImportState(ctx context.Context, req resource.ImportState
 		VLLMVersion: types.StringNull(), Executor: types.StringNull(), PlacementPinned: types.BoolNull(),
 		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{
 			"create": types.StringType, "update": types.StringType, "delete": types.StringType})}}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-	resp.Diagnostics.Append(markImported(ctx, resp.Private)...)
 }

@@ -87,3 +87,9 @@ func newDiagnostic(s diag.Severity, summary, detail string) diag.Diagnostic {
 	}
 	return diag.NewErrorDiagnostic(summary, detail)
 }
+
+// withGoneHint returns diags with goneHint appended to every error's
+// detail: what fails a destroy, when a node may be gone for good.
+func withGoneHint(diags diag.Diagnostics) diag.Diagnostics {
+	return rewriteErrors(diags, diag.SeverityError, func(detail string) string { return detail + goneHint })
+}
