@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
@@ -89,7 +90,7 @@ func (m *Manager) Reconcile(ctx context.Context, u Update) (ray.Table, []preflig
 	}
 	want := maps.Clone(u.Want)
 	want[HeadName] = u.HeadIP
-	t, err := m.WaitRegistered(ctx, u.New, gcsAddr, want, nil)
+	t, err := m.WaitRegistered(ctx, u.New, gcsAddr, want, m.hostnames(ctx, u.New, u.Start))
 	if err != nil {
 		found = append(found, failed(nil, "Ray workers did not register as planned", err))
 		return ray.Table{}, append(found, m.takeBack(ctx, u, gcsAddr)...)
@@ -155,4 +156,21 @@ func removedStillAlive(t ray.Table, u Update, stopped []string) *preflight.Diagn
 		}
 	}
 	return nil
+}
+
+// hostnames reads the kernel hostname where Ray runs (Ray's
+// NodeManagerHostname) on the named workers, so that one registering
+// under another address than planned fails the wait at once instead of
+// after its timeout. Best effort: a worker whose hostname cannot be read is
+// only found later.
+func (m *Manager) hostnames(ctx context.Context, s Spec, names []string) map[string]string {
+	out := map[string]string{}
+	for _, name := range names {
+		n := s.Workers[name]
+		res, err := m.run(ctx, n.Endpoint, "read hostname on "+name, s.Runtime.Wrap([]string{"cat", "/proc/sys/kernel/hostname"}, false))
+		if err == nil {
+			out[name] = strings.TrimSpace(string(res.Stdout))
+		}
+	}
+	return out
 }
