@@ -52,7 +52,9 @@ func withArgs(config string, args ...string) string {
 //     executor, pinning nothing else, still places by node:<ip>), and data
 //     parallel 2 x tensor parallel 2 = 4 GPUs on 2 (D8);
 //   - the legacy executor with the head started with no GPU (D8: its driver
-//     needs one there).
+//     needs one there);
+//   - ray_address on a port of the head where no Ray answers (D21: vLLM
+//     would wait for a GCS that is not there).
 func TestAccVLLMDeployment_workerRulesRefusedAtPlan(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
@@ -133,6 +135,11 @@ func TestAccVLLMDeployment_workerRulesRefusedAtPlan(t *testing.T) {
 				PreConfig:   func() { onNode(t, head, "rm -f "+envLink); onNode(t, w, "rm -f "+envLink) },
 				Config:      noHeadGPU + deploy{env: legacyExecutor}.config(l),
 				ExpectError: regexp.MustCompile(`(?s)No free GPU on the head for vLLM's legacy executor.*register\s+0\s+on\s+its\s+head`),
+			},
+			resource.TestStep{
+				Config: cluster + strings.Replace(deploy{}.config(l), "ray_address          = spark_ray_cluster.lab.head_address",
+					fmt.Sprintf("ray_address          = %q", head.ExternalIP+":6390"), 1),
+				ExpectError: regexp.MustCompile(`(?s)No Ray answers at ray_address.*` + regexp.QuoteMeta(head.ExternalIP+":6390")),
 			},
 			resource.TestStep{
 				Config:      cluster + withArgs(deploy{hostIP: head.FabricIP}.config(l), "--data-parallel-size", "2", "--data-parallel-backend", "ray"),
