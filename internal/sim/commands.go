@@ -1,0 +1,206 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
+	"github.com/lab-infra/terraform-provider-spark/internal/ray"
+	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
+)
+
+// call is one command the provider sent, read back into its parts: the
+// script of `sh -c script sh $1 $2 …` and its positional parameters, and
+// whether it came wrapped in `setsid -w` (ray start).
+type call struct {
+	argv   []string
+	script string
+	args   []string
+	setsid bool
+}
+
+func parseCall(argv []string) call {
+	c := call{argv: argv}
+	if len(argv) >= 2 && argv[0] == "setsid" && argv[1] == "-w" {
+		c.setsid, argv = true, argv[2:]
+	}
+	if len(argv) >= 3 && argv[0] == "sh" && argv[1] == "-c" {
+		c.script = argv[2]
+		if len(argv) > 4 {
+			c.args = argv[4:]
+		}
+	}
+	return c
+}
+
+func (c call) has(marker string) bool { return strings.Contains(c.script, marker) }
+
+// stdio is a command's standard streams on its SSH session.
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// route is one command the simulated node knows: how to recognise it (the
+// provider's own script text where the package exports it, else a marker
+// only that script has) and how it answers.
+type route struct {
+	name  string
+	match func(c call) bool
+	run   func(m *Model, node int, c call, s stdio) uint32
+}
+
+// routes are every command a cluster's plan, create and destroy send on
+// the host runtime. Order matters only where markers overlap.
+var routes = []route{
+	{"read node facts", func(c call) bool { return c.script == nodefacts.Script }, runFacts},
+	{"read Ray node table", func(c call) bool { return len(c.args) >= 3 && c.args[1] == ray.NodesScript }, runTable},
+	{"lock node", func(c call) bool { return c.script == raycluster.LockScript }, runLock},
+	{"write the start marker", func(c call) bool { return c.has("ray-$1.starting") && c.has("printf") }, runMarkWrite},
+	{"read the start marker", func(c call) bool { return c.has("ray-$1.starting") && c.has("cat --") }, runMarkRead},
+	{"remove the start marker", func(c call) bool { return c.has("ray-$1.starting") && c.has("rm -f") }, runMarkRemove},
+	{"ray start", func(c call) bool { return c.setsid && c.has(". /dev/stdin") && arg(c.args, 2) == "start" }, runStart},
+	{"stop Ray", func(c call) bool { return c.script == ray.StopScript }, runStop},
+	{"write Ray auth token", func(c call) bool { return c.has(".ray/auth_token") && c.has(`"$1" = keep`) }, runTokenWrite},
+	{"read Ray auth token", func(c call) bool { return c.has(`cat "$HOME/.ray/auth_token"`) }, runTokenRead},
+	{"remove Ray auth token", func(c call) bool { return c.script == raycluster.RemoveTokenScript }, runTokenRemove},
+}
+
+// exitUnknown is the shell's "command not found": what an unknown command gets.
+const exitUnknown = 127
+
+// answer runs the command line an exec request carried on node i and
+// returns its exit status and the name of the route that answered ("" for
+// an unknown command, which fails loudly).
+func (m *Model) answer(node int, line string, s stdio) (uint32, string) {
+	argv, err := splitWords(line)
+	if err != nil {
+		fmt.Fprintf(s.err, "sim: cannot read the command line: %v\n", err)
+		return exitUnknown, ""
+	}
+	c := parseCall(argv)
+	for _, r := range routes {
+		if r.match(c) {
+			return r.run(m, node, c, s), r.name
+		}
+	}
+	fmt.Fprintf(s.err, "sim: the simulated node does not know this command (add it to internal/sim): %s\n", firstLine(line))
+	return exitUnknown, ""
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	if len(line) > 160 {
+		line = line[:160] + "…"
+	}
+	return line
+}
+
+func runFacts(m *Model, node int, c call, s stdio) uint32 {
+	_, _ = io.WriteString(s.out, m.facts(node, c.args))
+	return 0
+}
+
+func runTable(m *Model, _ int, c call, s stdio) uint32 {
+	_, _ = io.WriteString(s.out, m.table(c.args[2]))
+	return 0
+}
+
+// fail writes err to stderr and returns status: a command that failed.
+func fail(s stdio, status uint32, err error) uint32 {
+	fmt.Fprintf(s.err, "%v\n", err)
+	return status
+}
+
+// runStart is ray start: the environment file arrives on stdin (read, as
+// the real one sources it), the flags follow "start".
+func runStart(m *Model, node int, c call, s stdio) uint32 {
+	_, _ = io.Copy(io.Discard, s.in)
+	if err := m.start(node, c.args[2:]); err != nil {
+		return fail(s, 1, err)
+	}
+	return 0
+}
+
+func runStop(m *Model, node int, c call, s stdio) uint32 {
+	if err := m.stop(node, c.args); err != nil {
+		return fail(s, 2, err)
+	}
+	return 0
+}
+
+// runLock holds the node lock until the provider closes stdin, as
+// LockScript's flock does; a second holder is refused (exit 73).
+func runLock(m *Model, node int, c call, s stdio) uint32 {
+	m.mu.Lock()
+	held := m.locked[node]
+	m.locked[node] = true
+	m.mu.Unlock()
+	if held {
+		return fail(s, 73, fmt.Errorf("another terraform-provider-spark operation holds the lock on this node"))
+	}
+	_, _ = io.WriteString(s.out, "locked\n")
+	_, _ = io.Copy(io.Discard, s.in)
+	m.mu.Lock()
+	m.locked[node] = false
+	m.mu.Unlock()
+	return 0
+}
+
+func runMarkWrite(m *Model, node int, c call, _ stdio) uint32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.markers[node][arg(c.args, 1)] = arg(c.args, 2)
+	return 0
+}
+
+func runMarkRead(m *Model, node int, c call, s stdio) uint32 {
+	m.mu.Lock()
+	holder, ok := m.markers[node][arg(c.args, 1)]
+	m.mu.Unlock()
+	if ok {
+		_, _ = io.WriteString(s.out, holder+"\n")
+	}
+	return 0
+}
+
+func runMarkRemove(m *Model, node int, c call, _ stdio) uint32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.markers[node], arg(c.args, 1))
+	return 0
+}
+
+// runTokenWrite is the token script: "keep" leaves a token already there.
+func runTokenWrite(m *Model, node int, c call, s stdio) uint32 {
+	b, err := io.ReadAll(s.in)
+	if err != nil {
+		return fail(s, 1, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if arg(c.args, 1) != "keep" || m.tokens[node] == "" {
+		m.tokens[node] = strings.TrimSpace(string(b))
+	}
+	return 0
+}
+
+func runTokenRead(m *Model, node int, _ call, s stdio) uint32 {
+	m.mu.Lock()
+	t := m.tokens[node]
+	m.mu.Unlock()
+	if t != "" {
+		_, _ = io.WriteString(s.out, t+"\n")
+	}
+	return 0
+}
+
+func runTokenRemove(m *Model, node int, _ call, _ stdio) uint32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.rays[node] == nil {
+		m.tokens[node] = ""
+	}
+	return 0
+}

@@ -1,0 +1,108 @@
+package sim
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"sync"
+)
+
+// What every simulated node has installed, as the lab's nodes do.
+const (
+	RayVersion    = "2.52.1"
+	PythonVersion = "3.11.2"
+)
+
+// The fabric every node is on: one /16, the default route through its
+// gateway, so a worker reaches the head directly (rule D5 is satisfied)
+// and Ray's own address detection picks the fabric address.
+const (
+	fabricIf      = "enP7s7"
+	fabricPrefix  = 16
+	fabricGateway = "10.20.255.254"
+	gpusPerNode   = 1
+	cpusPerNode   = 20
+)
+
+// Node is what one simulated machine is: fixed for the run.
+type Node struct {
+	Hostname string
+	IP       netip.Addr // its fabric address
+	GPUs     int
+}
+
+// raylet is Ray running on a node: what `ray start` registered.
+type raylet struct {
+	id        string
+	head      bool
+	gcsAddr   string // the GCS it belongs to (the head's ip:port)
+	gcsPort   int    // head only: the port its GCS listens on
+	ip        string // registered address (NodeManagerAddress)
+	gpus      float64
+	resources map[string]float64 // custom, from --resources
+	labels    map[string]string  // custom, from --labels
+}
+
+// Model is the cluster the nodes simulate: what each node is, and what the
+// commands that change something (ray start, the stop script, the token
+// and the start marker) left on it. Nothing runs: a raylet is a record.
+type Model struct {
+	nodes []Node
+
+	mu      sync.Mutex
+	rays    []*raylet           // by node index; nil: no Ray there
+	markers []map[string]string // by node index: GCS port -> start marker's holder line
+	tokens  []string            // by node index: ~/.ray/auth_token
+	locked  []bool              // by node index: the node lock is held
+}
+
+// NewModel is a cluster of n nodes with nothing running: node 0 is meant
+// to be the head, the others workers.
+func NewModel(n int) *Model {
+	m := &Model{nodes: make([]Node, n), rays: make([]*raylet, n), markers: make([]map[string]string, n),
+		tokens: make([]string, n), locked: make([]bool, n)}
+	for i := range m.nodes {
+		m.nodes[i] = Node{Hostname: fmt.Sprintf("spark-%03d", i), IP: fabricAddr(i), GPUs: gpusPerNode}
+		m.markers[i] = map[string]string{}
+	}
+	return m
+}
+
+// fabricAddr is node i's address: 10.20.0.1 onwards.
+func fabricAddr(i int) netip.Addr {
+	k := i + 1
+	return netip.AddrFrom4([4]byte{10, 20, byte(k >> 8), byte(k)})
+}
+
+// Nodes lists what the nodes are.
+func (m *Model) Nodes() []Node { return append([]Node(nil), m.nodes...) }
+
+// fabric is the network every node is on.
+func fabric() netip.Prefix {
+	return netip.PrefixFrom(fabricAddr(0), fabricPrefix).Masked()
+}
+
+// newNodeID is a fresh Ray node ID: 28 random bytes in hex, as Ray's.
+func newNodeID() string {
+	b := make([]byte, 28)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// headOf is the head raylet serving gcsAddr, if one runs; the caller holds mu.
+func (m *Model) headOf(gcsAddr string) *raylet {
+	for _, r := range m.rays {
+		if r != nil && r.head && r.gcsAddr == gcsAddr {
+			return r
+		}
+	}
+	return nil
+}
+
+// gcsUp reports whether a GCS answers at addr.
+func (m *Model) gcsUp(addr string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.headOf(addr) != nil
+}
