@@ -62,7 +62,11 @@ func BenchmarkSimulatedPlan(b *testing.B) {
 			env := newBenchEnv(b, n)
 			st := env.create(b)
 			for range b.N {
-				env.measure(b, "no-change plan", func(ctx context.Context, tf *sim.Terraform) error {
+				env.measure(b, "no-change plan", func(ctx context.Context, w *walks) error {
+					tf, err := w.provider(ctx)
+					if err != nil {
+						return err
+					}
 					p, err := tf.Plan(ctx, sim.ClusterType, env.config, st)
 					if err == nil && p.Changes() != "" {
 						err = fmt.Errorf("the plan of the running cluster changes:\n%s", p.Changes())
@@ -75,8 +79,9 @@ func BenchmarkSimulatedPlan(b *testing.B) {
 }
 
 // BenchmarkSimulatedCreate is `terraform apply` of the same cluster from
-// nothing: plan, then create (lock every node, start the head, the token,
-// start every worker, wait until all registered). Each run gets fresh
+// nothing: the plan walk, then the apply walk (its own plan, then the
+// create: lock every node, start the head, the token, start every worker,
+// wait until all registered), each with its provider. Each run gets fresh
 // nodes, started untimed.
 func BenchmarkSimulatedCreate(b *testing.B) {
 	for _, n := range nodeCounts(b) {
@@ -85,10 +90,7 @@ func BenchmarkSimulatedCreate(b *testing.B) {
 				b.StopTimer()
 				env := newBenchEnv(b, n)
 				b.StartTimer()
-				env.measure(b, "create", func(ctx context.Context, tf *sim.Terraform) error {
-					_, err := tf.Create(ctx, sim.ClusterType, env.config)
-					return err
-				})
+				env.measure(b, "create", env.createCluster)
 				b.StopTimer()
 				env.close(b)
 				b.StartTimer()
@@ -141,6 +143,24 @@ func (e *benchEnv) close(b *testing.B) {
 	}
 }
 
+// createCluster is `terraform apply` from nothing, as Terraform runs it:
+// a plan walk and an apply walk, each with a provider of its own.
+func (e *benchEnv) createCluster(ctx context.Context, w *walks) error {
+	tf, err := w.provider(ctx)
+	if err != nil {
+		return err
+	}
+	if err := tf.PlanCreate(ctx, sim.ClusterType, e.config); err != nil {
+		return err
+	}
+	tf.Close() // the plan walk's provider exits
+	if tf, err = w.provider(ctx); err != nil {
+		return err
+	}
+	_, err = tf.ApplyCreate(ctx, sim.ClusterType, e.config)
+	return err
+}
+
 // create creates the cluster with a provider of its own, untimed.
 func (e *benchEnv) create(b *testing.B) sim.State {
 	b.Helper()
@@ -152,7 +172,7 @@ func (e *benchEnv) create(b *testing.B) sim.State {
 		b.Fatal(err)
 	}
 	defer tf.Close()
-	st, err := tf.Create(ctx, sim.ClusterType, e.config)
+	st, err := tf.ApplyCreate(ctx, sim.ClusterType, e.config)
 	if err != nil {
 		b.Fatalf("create the cluster to plan: %v", err)
 	}

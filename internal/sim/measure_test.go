@@ -21,7 +21,7 @@ type figures struct {
 	nodes           int
 	wall, cpu       time.Duration // cpu: this process, user+sys
 	peakRSS         int64         // bytes, this process's VmHWM during the run
-	handshakes      int64         // the provider's pool
+	handshakes      int64         // the providers' pools
 	openConns       int64         // at the nodes, when the run ended
 	sessions        int64         // commands the nodes served
 	nodesCPU        time.Duration // the child serving the nodes
@@ -36,10 +36,47 @@ var (
 	report   = map[string][]figures{} // op/nodes -> every run
 )
 
-// measure runs op with a fresh provider (as Terraform starts one per
-// command) and records what it took; the benchmark's own time is the same
-// span: from the provider's start to op's end.
-func (e *benchEnv) measure(b *testing.B, op string, run func(context.Context, *sim.Terraform) error) {
+// walks are the provider processes one Terraform command starts, one per
+// graph walk: a plan's one; an apply's plan walk, then its apply walk.
+type walks struct {
+	providerCfg map[string]any
+	started     []*sim.Terraform
+}
+
+// provider starts a walk's provider.
+func (w *walks) provider(ctx context.Context) (*sim.Terraform, error) {
+	tf, err := sim.NewTerraform(ctx, w.providerCfg)
+	if err == nil {
+		w.started = append(w.started, tf)
+	}
+	return tf, err
+}
+
+// handshakes and warnings of every provider started.
+func (w *walks) handshakes() (n int64) {
+	for _, tf := range w.started {
+		n += tf.Pool().Handshakes()
+	}
+	return n
+}
+
+func (w *walks) warnings() (out []string) {
+	for _, tf := range w.started {
+		out = append(out, tf.Warnings()...)
+	}
+	return out
+}
+
+// closeAll ends every provider, as their processes exiting would.
+func (w *walks) closeAll() {
+	for _, tf := range w.started {
+		tf.Close()
+	}
+}
+
+// measure runs op and records what it took; the benchmark's own time is
+// the same span, from the first provider's start to op's end.
+func (e *benchEnv) measure(b *testing.B, op string, run func(context.Context, *walks) error) {
 	b.Helper()
 	b.StopTimer()
 	before := e.stats(b, e.remote.Reset)
@@ -47,14 +84,11 @@ func (e *benchEnv) measure(b *testing.B, op string, run func(context.Context, *s
 		b.Fatal(err)
 	}
 	stopProfile := startProfile(b, op, e.nodes)
-	cpu0 := must(b, sim.ProcessCPU)
-	ctx := context.Background()
-	start := time.Now()
+	w := &walks{providerCfg: e.providerCfg}
+	defer w.closeAll()
+	cpu0, start := must(b, sim.ProcessCPU), time.Now()
 	b.StartTimer()
-	tf, err := sim.NewTerraform(ctx, e.providerCfg)
-	if err == nil {
-		err = run(ctx, tf)
-	}
+	err := run(context.Background(), w)
 	b.StopTimer()
 	f := figures{op: op, nodes: e.nodes, wall: time.Since(start), cpu: must(b, sim.ProcessCPU) - cpu0, peakRSS: must(b, sim.PeakRSS)}
 	stopProfile()
@@ -62,11 +96,10 @@ func (e *benchEnv) measure(b *testing.B, op string, run func(context.Context, *s
 		b.Fatalf("%s of %d nodes: %v", op, e.nodes, err)
 	}
 	after := e.stats(b, e.remote.Stats)
-	tf.Close()
-	if w := tf.Warnings(); len(w) > 0 {
-		b.Errorf("%s of a healthy cluster warned:\n%s", op, w)
+	if ws := w.warnings(); len(ws) > 0 {
+		b.Errorf("%s of a healthy cluster warned:\n%s", op, ws)
 	}
-	f.handshakes, f.openConns, f.sessions, f.commands = tf.Pool().Handshakes(), after.OpenConns, after.Sessions, after.Commands
+	f.handshakes, f.openConns, f.sessions, f.commands = w.handshakes(), after.OpenConns, after.Sessions, after.Commands
 	f.nodesCPU, f.nodesHandshakes = after.CPU-before.CPU, after.Handshakes-before.Handshakes
 	record(b, f)
 	b.StartTimer()

@@ -4,6 +4,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
@@ -65,5 +68,46 @@ func TestUnknownCommandFailsLoudly(t *testing.T) {
 	status, route := NewModel(1).answer(0, transport.Join("sh", "-c", "rm -rf /", "sh"), stdio{in: strings.NewReader(""), out: &strings.Builder{}, err: &errb})
 	if status != exitUnknown || route != "" || !strings.Contains(errb.String(), "does not know this command") {
 		t.Errorf("unknown command: status %d, route %q, stderr %q", status, route, errb.String())
+	}
+}
+
+// Every answer comes one round trip late: a command run on a session
+// already open takes at least one (opening the session took another).
+func TestAnswersComeOneRoundTripLate(t *testing.T) {
+	const rtt = 30 * time.Millisecond
+	key, err := NewClientKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Start(Options{Nodes: 1, RTT: rtt, ClientKey: key.Authorized})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	signer, err := ssh.ParsePrivateKey(key.PEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ssh.Dial("tcp", f.Endpoints()[0].String(), &ssh.ClientConfig{User: "sim",
+		Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)}, HostKeyCallback: ssh.InsecureIgnoreHostKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	out, err := s.Output(transport.Join("sh", "-c", nodefacts.Script, "sh", "ray"))
+	took := time.Since(start)
+	if err != nil || !strings.Contains(string(out), "@@end") {
+		t.Fatalf("facts: %v\n%s", err, out)
+	}
+	if took < rtt {
+		t.Errorf("a command answered in %s, less than one round trip (%s)", took, rtt)
+	}
+	if got := f.Stats(); got.Handshakes != 1 || got.OpenConns != 1 || got.Commands["read node facts"].Count != 1 {
+		t.Errorf("stats: %+v", got)
 	}
 }

@@ -157,39 +157,61 @@ func (t *Terraform) validate(ctx context.Context, name string, cfg *tfprotov6.Dy
 	return t.diags("validate "+name, v.Diagnostics)
 }
 
-// Create is `terraform apply` of a resource not yet in state: validate,
-// plan from nothing, apply. It returns the state Terraform would keep.
-func (t *Terraform) Create(ctx context.Context, name string, config map[string]any) (State, error) {
-	typ, _, err := t.resourceType(name)
+// PlanCreate is the plan walk of `terraform apply` for a resource not yet
+// in state: validate, then plan from nothing. Terraform runs it in a
+// provider process of its own, and the apply walk in another.
+func (t *Terraform) PlanCreate(ctx context.Context, name string, config map[string]any) error {
+	_, err := t.planCreate(ctx, name, config)
+	return err
+}
+
+// ApplyCreate is the apply walk of `terraform apply` for a resource not
+// yet in state: validate, plan again (Terraform re-plans before it
+// applies, to take in what it learned since), apply. It returns the state
+// Terraform would keep.
+func (t *Terraform) ApplyCreate(ctx context.Context, name string, config map[string]any) (State, error) {
+	c, err := t.planCreate(ctx, name, config)
 	if err != nil {
-		return State{}, err
-	}
-	cfg, err := dynamic(typ, config)
-	if err != nil {
-		return State{}, fmt.Errorf("%s config: %w", name, err)
-	}
-	if err := t.validate(ctx, name, cfg); err != nil {
-		return State{}, err
-	}
-	null, _ := dynamic(typ, tftypes.NewValue(typ, nil))
-	p, err := t.srv.PlanResourceChange(ctx, &tfprotov6.PlanResourceChangeRequest{TypeName: name,
-		PriorState: null, ProposedNewState: cfg, Config: cfg})
-	if err != nil {
-		return State{}, err
-	}
-	if err := t.diags("plan "+name, p.Diagnostics); err != nil {
 		return State{}, err
 	}
 	a, err := t.srv.ApplyResourceChange(ctx, &tfprotov6.ApplyResourceChangeRequest{TypeName: name,
-		PriorState: null, PlannedState: p.PlannedState, Config: cfg, PlannedPrivate: p.PlannedPrivate})
+		PriorState: c.null, PlannedState: c.plan.PlannedState, Config: c.cfg, PlannedPrivate: c.plan.PlannedPrivate})
 	if err != nil {
 		return State{}, err
 	}
 	if err := t.diags("apply "+name, a.Diagnostics); err != nil {
 		return State{}, err
 	}
-	v, err := a.NewState.Unmarshal(typ)
+	v, err := a.NewState.Unmarshal(c.typ)
 	return State{Value: v, Private: a.Private}, err
+}
+
+// creation is a create's plan, with what its apply needs.
+type creation struct {
+	typ       tftypes.Type
+	cfg, null *tfprotov6.DynamicValue
+	plan      *tfprotov6.PlanResourceChangeResponse
+}
+
+func (t *Terraform) planCreate(ctx context.Context, name string, config map[string]any) (creation, error) {
+	typ, _, err := t.resourceType(name)
+	if err != nil {
+		return creation{}, err
+	}
+	c := creation{typ: typ}
+	if c.cfg, err = dynamic(typ, config); err != nil {
+		return c, fmt.Errorf("%s config: %w", name, err)
+	}
+	if err := t.validate(ctx, name, c.cfg); err != nil {
+		return c, err
+	}
+	c.null, _ = dynamic(typ, tftypes.NewValue(typ, nil))
+	c.plan, err = t.srv.PlanResourceChange(ctx, &tfprotov6.PlanResourceChangeRequest{TypeName: name,
+		PriorState: c.null, ProposedNewState: c.cfg, Config: c.cfg})
+	if err != nil {
+		return c, err
+	}
+	return c, t.diags("plan "+name, c.plan.Diagnostics)
 }
 
 // Plan is what `terraform plan` concluded for one resource in state.

@@ -60,7 +60,7 @@ func create(ctx context.Context, t *testing.T, providerCfg, cfg map[string]any) 
 		t.Fatal(err)
 	}
 	defer tf.Close()
-	st, err := tf.Create(ctx, ClusterType, cfg)
+	st, err := tf.ApplyCreate(ctx, ClusterType, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
