@@ -24,6 +24,7 @@ import (
 var (
 	simNodes = flag.String("sim.nodes", "8,64,256", "cluster sizes to simulate (head included), comma-separated")
 	simRTT   = flag.Duration("sim.rtt", 20*time.Millisecond, "round-trip time between the provider and every simulated node")
+	simExec  = flag.Duration("sim.exec", 0, "time every command takes on a simulated node before it answers")
 )
 
 func TestMain(m *testing.M) {
@@ -35,7 +36,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	code := m.Run()
-	printReport(os.Stdout, *simRTT)
+	printReport(os.Stdout, *simRTT, *simExec)
 	os.Exit(code)
 }
 
@@ -115,7 +116,7 @@ func newBenchEnv(b *testing.B, n int) *benchEnv {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := sim.Spawn(sim.Options{Nodes: n, RTT: *simRTT, ClientKey: key.Authorized})
+	r, err := sim.Spawn(sim.Options{Nodes: n, RTT: *simRTT, Exec: *simExec, ClientKey: key.Authorized})
 	if err != nil {
 		b.Fatal(err)
 	}

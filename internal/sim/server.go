@@ -22,6 +22,10 @@ type Options struct {
 	Nodes int
 	// RTT is the round-trip time between the provider and every node.
 	RTT time.Duration
+	// Exec is how long every command takes on the node before it answers
+	// (0: at once). A real node spends tens to hundreds of milliseconds in
+	// the facts script (a Python start) and the node table read.
+	Exec time.Duration
 	// ClientKey is the one key the nodes let in, as an authorized_keys line.
 	ClientKey string
 }
@@ -126,7 +130,7 @@ func Start(o Options) (*Fleet, error) {
 	}
 	f := &Fleet{Model: NewModel(o.Nodes), counters: &counters{started: time.Now(), commands: map[string]Command{}}}
 	for i := range o.Nodes {
-		if err := f.listen(i, client, o.RTT); err != nil {
+		if err := f.listen(i, client, o); err != nil {
 			f.Close()
 			return nil, err
 		}
@@ -135,7 +139,7 @@ func Start(o Options) (*Fleet, error) {
 }
 
 // listen starts node i's server.
-func (f *Fleet) listen(i int, client ssh.PublicKey, rtt time.Duration) error {
+func (f *Fleet) listen(i int, client ssh.PublicKey, o Options) error {
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return err
@@ -152,7 +156,7 @@ func (f *Fleet) listen(i int, client ssh.PublicKey, rtt time.Duration) error {
 	ap := netip.MustParseAddrPort(ln.Addr().String())
 	f.endpoints = append(f.endpoints, Endpoint{Host: ap.Addr().String(), Port: int(ap.Port()),
 		HostKey: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(hostKey.PublicKey())))})
-	n := &nodeServer{index: i, fleet: f, rtt: rtt, config: serverConfig(hostKey, client)}
+	n := &nodeServer{index: i, fleet: f, rtt: o.RTT, exec: o.Exec, config: serverConfig(hostKey, client)}
 	go n.serve(ln)
 	return nil
 }
@@ -205,6 +209,7 @@ type nodeServer struct {
 	index  int
 	fleet  *Fleet
 	rtt    time.Duration
+	exec   time.Duration
 	config *ssh.ServerConfig
 }
 
@@ -265,6 +270,7 @@ func (n *nodeServer) session(nc ssh.NewChannel) {
 		_ = r.Reply(true, nil)
 		go ssh.DiscardRequests(reqs)
 		start := time.Now()
+		time.Sleep(n.exec)
 		status, route := n.fleet.Model.answer(n.index, exe.Command, stdio{in: ch, out: ch, err: ch.Stderr()})
 		n.fleet.counters.ran(route, exe.Command, start)
 		b := make([]byte, 4)
