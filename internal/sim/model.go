@@ -75,9 +75,6 @@ func fabricAddr(i int) netip.Addr {
 	return netip.AddrFrom4([4]byte{10, 20, byte(k >> 8), byte(k)})
 }
 
-// Nodes lists what the nodes are.
-func (m *Model) Nodes() []Node { return append([]Node(nil), m.nodes...) }
-
 // fabric is the network every node is on.
 func fabric() netip.Prefix {
 	return netip.PrefixFrom(fabricAddr(0), fabricPrefix).Masked()

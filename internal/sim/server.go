@@ -280,5 +280,5 @@ func (n *nodeServer) session(nc ssh.NewChannel) {
 	}
 }
 
-// String names node i for messages.
+// String is host:port, as known_hosts and messages name the node.
 func (e Endpoint) String() string { return net.JoinHostPort(e.Host, strconv.Itoa(e.Port)) }
