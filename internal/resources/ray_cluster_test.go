@@ -91,18 +91,6 @@ func rayGone(l *lab.File, n lab.Node) error {
 	return nil
 }
 
-// secretInState names the first state attribute that holds secret.
-func secretInState(s *terraform.State, secret string) error {
-	for addr, r := range s.RootModule().Resources {
-		for k, v := range r.Primary.Attributes {
-			if strings.Contains(v, secret) {
-				return fmt.Errorf("the secret is in the state: %s.%s", addr, k)
-			}
-		}
-	}
-	return nil
-}
-
 func registered(path ...any) tfjsonpath.Path {
 	p := tfjsonpath.New(path[0].(string))
 	for _, s := range path[1:] {
@@ -169,12 +157,8 @@ func TestAccRayCluster_fabricLifecycle(t *testing.T) {
 					if tokens[0] != tokens[1] {
 						return fmt.Errorf("head and worker hold different auth tokens")
 					}
-					for _, r := range s.RootModule().Resources {
-						for k, v := range r.Primary.Attributes {
-							if strings.Contains(v, tokens[0]) {
-								return fmt.Errorf("the Ray auth token is in the state at %s", k)
-							}
-						}
+					if err := acctest.SecretInState(s, tokens[0]); err != nil {
+						return fmt.Errorf("the Ray auth token: %w", err)
 					}
 					return nil
 				},
@@ -519,7 +503,7 @@ func TestAccRayCluster_secretEnvNeverInState(t *testing.T) {
 	}
 	inRay := func(want string) func(*terraform.State) error {
 		return func(s *terraform.State) error {
-			if err := secretInState(s, canary); err != nil {
+			if err := acctest.SecretInState(s, canary); err != nil {
 				return err
 			}
 			for _, n := range l.Nodes {

@@ -272,7 +272,7 @@ func TestAccVLLMDeployment_fieldReportLegacyExecutor(t *testing.T) {
 			if code, _, err := chat(endpoint, ""); err != nil || code != 401 {
 				return fmt.Errorf("a request without the key got %d (%w), want 401", code, err)
 			}
-			if err := secretInState(s, canary); err != nil {
+			if err := acctest.SecretInState(s, canary); err != nil {
 				return fmt.Errorf("the API key: %w", err)
 			}
 			out, err := lab.Exec(context.Background(), head, "sh", "-c", `for p in $(pgrep -f '[v]llm serve'); do tr '\0' ' ' < /proc/$p/cmdline; done`)
