@@ -28,8 +28,8 @@ import (
 func hideIP(t *testing.T, n lab.Node) func() {
 	t.Helper()
 	ctx := context.Background()
-	if out, err := lab.Exec(ctx, n, "sh", "-c", `p=$(readlink -f "$(command -v ip)") && mv "$p" "$p.hidden" && ! ip -V >/dev/null 2>&1 && echo "$p"`); err != nil || strings.TrimSpace(out) == "" {
-		t.Fatalf("hide ip on %s: %v %s", n.Name, err, out)
+	if p := acctest.OnNode(t, n, "hide ip", `p=$(readlink -f "$(command -v ip)") && mv "$p" "$p.hidden" && ! ip -V >/dev/null 2>&1 && echo "$p"`); p == "" {
+		t.Fatalf("hide ip on %s: no path printed", n.Name)
 	}
 	return func() {
 		if out, err := lab.Exec(ctx, n, "sh", "-c", `for d in /usr/sbin /sbin /usr/bin /bin; do [ -e "$d/ip.hidden" ] && mv "$d/ip.hidden" "$d/ip"; done; command -v ip`); err != nil {
@@ -160,12 +160,8 @@ func TestAccVLLMDeployment_secondLocalUserCannotPlantTheDirectory(t *testing.T) 
 	d := deploy{hostIP: head.ExternalIP, keyLine: keySetup(t, l, head, canary)}
 	planted := ""
 	plant := func() {
-		out, err := lab.Exec(ctx, head, "sh", "-c", `id intruder >/dev/null 2>&1 || useradd -M intruder
-d=/tmp/terraform-provider-spark-$(id -u "$1"); rm -rf "$d"; install -d -m 0777 -o intruder "$d" && echo "$d"`, "sh", l.SSHUser)
-		if err != nil {
-			t.Fatalf("plant the directory: %v %s", err, out)
-		}
-		planted = strings.TrimSpace(out)
+		planted = acctest.OnNode(t, head, "plant the directory", `id intruder >/dev/null 2>&1 || useradd -M intruder
+d=/tmp/terraform-provider-spark-$(id -u "$1"); rm -rf "$d"; install -d -m 0777 -o intruder "$d" && echo "$d"`, l.SSHUser)
 	}
 	t.Cleanup(func() {
 		if planted != "" {
@@ -187,9 +183,8 @@ d=/tmp/terraform-provider-spark-$(id -u "$1"); rm -rf "$d"; install -d -m 0777 -
 				// Nothing was written into the planted directory and nothing started;
 				// the owner removes it, and the same configuration serves.
 				PreConfig: func() {
-					out, err := lab.Exec(ctx, head, "sh", "-c", `find "$1" -mindepth 1; pgrep -af '[v]llm serve'; true`, "sh", planted)
-					if err != nil || strings.TrimSpace(out) != "" {
-						t.Fatalf("the refused apply wrote into the planted directory or started vLLM (or the look failed: %v):\n%s", err, out)
+					if out := acctest.OnNode(t, head, "look into the planted directory and for vLLM", `find "$1" -mindepth 1; pgrep -af '[v]llm serve'; true`, planted); out != "" {
+						t.Fatalf("the refused apply wrote into the planted directory or started vLLM:\n%s", out)
 					}
 					if _, err := lab.Exec(ctx, head, "rm", "-rf", planted); err != nil {
 						t.Fatal(err)
@@ -272,9 +267,7 @@ func TestAccRayCluster_orphanOfAKilledCreateIsReplaced(t *testing.T) {
 	ctx := context.Background()
 	config := clusterConfig(l, "", map[string]string{w.Name: ""})
 	handStart := func() {
-		if out, err := lab.ExecAs(ctx, head, l.SSHUser, "sh", "-c", `"$1" start --head --port 6379 --disable-usage-stats >/dev/null 2>&1 && pgrep -x gcs_server`, "sh", head.RayCommand); err != nil {
-			t.Fatalf("start Ray by hand on the head: %v %s", err, out)
-		}
+		acctest.OnNodeAs(t, head, l.SSHUser, "start Ray by hand", `"$1" start --head --port 6379 --disable-usage-stats >/dev/null 2>&1 && pgrep -x gcs_server`, head.RayCommand)
 	}
 	marker := `/tmp/terraform-provider-spark-$(id -u)/ray-6379.starting`
 	t.Cleanup(func() {
@@ -293,10 +286,8 @@ func TestAccRayCluster_orphanOfAKilledCreateIsReplaced(t *testing.T) {
 		}), r.then(resource.TestStep{
 			// What a killed create leaves: its marker beside its Ray.
 			PreConfig: func() {
-				if out, err := lab.ExecAs(ctx, head, l.SSHUser, "sh", "-c", `d=/tmp/terraform-provider-spark-$(id -u); mkdir -p -m 700 "$d" &&
-					echo "terraform-provider-spark pid 4242 on killed-laptop since 2026-12-03T08:00:00Z" > "$d/ray-6379.starting"`); err != nil {
-					t.Fatalf("write the marker: %v %s", err, out)
-				}
+				acctest.OnNodeAs(t, head, l.SSHUser, "write the marker", `d=/tmp/terraform-provider-spark-$(id -u); mkdir -p -m 700 "$d" &&
+					echo "terraform-provider-spark pid 4242 on killed-laptop since 2026-12-03T08:00:00Z" > "$d/ray-6379.starting"`)
 			},
 			Config: config,
 			ConfigStateChecks: []statecheck.StateCheck{
@@ -337,11 +328,8 @@ func TestAccVLLMDeployment_portHeldRefusedAtPlan(t *testing.T) {
 			PreConfig: func() {
 				// Another program of the same SSH user (another user's would
 				// show in ss without its name: "a process this user cannot see").
-				out, err := lab.ExecAs(ctx, head, l.SSHUser, "sh", "-c", `setsid python3 -m http.server 8000 >/dev/null 2>&1 </dev/null &
+				acctest.OnNodeAs(t, head, l.SSHUser, "hold port 8000", `setsid python3 -m http.server 8000 >/dev/null 2>&1 </dev/null &
 for i in $(seq 50); do ss -Hltn 'sport = :8000' | grep -q . && exit 0; sleep 0.2; done; echo "not listening" >&2; exit 1`)
-				if err != nil {
-					t.Fatalf("hold port 8000 on the head: %v %s", err, out)
-				}
 			},
 			Config:      cluster + d.config(l),
 			ExpectError: regexp.MustCompile(`(?s)vLLM port is already in use on the head.*port = 8000.*python3`),
@@ -367,14 +355,11 @@ func otherUsersRay(t *testing.T, l *lab.File) func(n lab.Node) string {
 		return strings.Join(strings.Fields(out), " ")
 	}
 	for _, n := range l.Nodes {
-		out, err := lab.Exec(ctx, n, "sh", "-c", `id intruder >/dev/null 2>&1 || useradd -M intruder
+		acctest.OnNode(t, n, "start intruder's Ray", `id intruder >/dev/null 2>&1 || useradd -M intruder
 pkill -KILL -u intruder; sleep 1; rm -rf /tmp/ray-intruder
 su -s /bin/sh intruder -c 'cd /tmp && HOME=/tmp/intruder-home setsid "$0" start --head --port 6390 --temp-dir /tmp/ray-intruder \
   --ray-client-server-port 10091 --min-worker-port 20002 --max-worker-port 29999 --dashboard-port 8290 \
-  --dashboard-agent-listen-port 52390 --disable-usage-stats >/tmp/intruder-ray.log 2>&1' "$1" </dev/null || { tail -5 /tmp/intruder-ray.log; exit 1; }`, "sh", n.RayCommand)
-		if err != nil {
-			t.Fatalf("start intruder's Ray on %s: %v %s", n.Name, err, out)
-		}
+  --dashboard-agent-listen-port 52390 --disable-usage-stats >/tmp/intruder-ray.log 2>&1' "$1" </dev/null || { tail -5 /tmp/intruder-ray.log; exit 1; }`, n.RayCommand)
 		if len(strings.Fields(list(n))) != 2 {
 			t.Fatalf("intruder's Ray on %s: want a gcs_server and a raylet, got pids %q", n.Name, list(n))
 		}

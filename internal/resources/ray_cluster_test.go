@@ -390,7 +390,6 @@ func TestAccRayCluster_planErrors(t *testing.T) {
 // at /opt/skew/bin/ray (the plan only reads versions; nothing runs it).
 func skewRayVersion(t *testing.T, l *lab.File, w lab.Node) {
 	t.Helper()
-	ctx := context.Background()
 	for _, n := range l.Nodes {
 		script := "mkdir -p /opt/skew/bin && ln -sf " + n.RayCommand + " /opt/skew/bin/ray"
 		if n.Name == w.Name {
@@ -399,9 +398,7 @@ d=$(/opt/skew/bin/python -c 'import site; print(site.getsitepackages()[0])')/ray
 mkdir -p "$d"; printf 'Metadata-Version: 2.1\nName: ray\nVersion: 2.0.0\n' > "$d/METADATA"
 printf '#!/opt/skew/bin/python\nprint("ray, version 2.0.0")\n' > /opt/skew/bin/ray; chmod +x /opt/skew/bin/ray`
 		}
-		if _, err := lab.Exec(ctx, n, "sh", "-c", script); err != nil {
-			t.Fatalf("skew Ray on %s: %v", n.Name, err)
-		}
+		acctest.OnNode(t, n, "skew Ray", script)
 	}
 	t.Cleanup(func() {
 		for _, n := range l.Nodes {

@@ -117,10 +117,8 @@ func keySetup(t *testing.T, l *lab.File, head lab.Node, canary string) string {
 			"  secret_env_wo = { SPARK_CANARY = var.vllm_api_key }\n  secret_env_wo_version = 1"
 	}
 	// The SSH user's own 0600 file, as an operator keeps it.
-	if _, err := lab.Exec(context.Background(), head, "sh", "-c", `umask 077; printf '%s\n' "$1" > /etc/vllm-api-key && chown "$2" /etc/vllm-api-key`,
-		"sh", canary, l.SSHUser); err != nil {
-		t.Fatal(err)
-	}
+	acctest.OnNode(t, head, "write the API key file", `umask 077; printf '%s\n' "$1" > /etc/vllm-api-key && chown "$2" /etc/vllm-api-key`,
+		canary, l.SSHUser)
 	return `api_key_file = "/etc/vllm-api-key"`
 }
 

