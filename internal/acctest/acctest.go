@@ -3,7 +3,6 @@
 package acctest
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -97,11 +96,4 @@ provider "spark" {
   }
 }
 `, f.SSHUser, f.PrivateKeyFile, knownHosts, strings.Join(extra, "\n    "))
-}
-
-// NodeProcesses lists Ray's daemons (raylet, gcs_server) running on a lab
-// node, looked up inside the node itself.
-func NodeProcesses(n lab.Node) (string, error) {
-	out, err := lab.Exec(context.Background(), n, "sh", "-c", "pgrep -a -x raylet; pgrep -a -x gcs_server; true")
-	return strings.TrimSpace(out), err
 }

@@ -8,6 +8,82 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/lab"
 )
 
+// A Look is one thing Running looks for on a lab node: a shell command that
+// prints one line per match, and nothing when there is none.
+type Look string
+
+const (
+	// RayDaemons is every user's raylet and gcs_server, matched by their
+	// exact process name: "<pid> <command line>" each, raylets first. No
+	// Ray daemon left means no Ray of any kind on the node.
+	RayDaemons Look = "pgrep -a -x raylet; pgrep -a -x gcs_server"
+	// RayletUser is each raylet as "<pid> <user>": a new pid is a
+	// restarted raylet, the user is the SSH user Ray runs as there.
+	RayletUser Look = "ps -o pid=,user= -C raylet"
+	// VLLMServe is every vllm serve, matched by its command line ("[v]"
+	// keeps the shell that runs pgrep out): "<pid> <command line>" each.
+	VLLMServe Look = "pgrep -af '[v]llm serve'"
+	// VLLMPort is a socket listening on 8000, the lab deployments' port:
+	// a server can outlive its vllm serve process (vLLM's EngineCore).
+	VLLMPort Look = "ss -Hltn 'sport = :8000'"
+)
+
+// RayDaemonsOf is RayDaemons of one user only: another user's Ray on the
+// same node (a second team) is not this user's.
+func RayDaemonsOf(user string) Look {
+	return Look("pgrep -a -u " + user + " -x raylet; pgrep -a -u " + user + " -x gcs_server")
+}
+
+// Running lists what the looks find on a lab node, in their order, looked
+// up inside the node itself as root (every user's processes show), not
+// through Ray or the provider, which may be what failed. "" when nothing
+// matches; an error only when the node cannot be looked at. For checks
+// that return their error (Check, CheckDestroy).
+func Running(n lab.Node, looks ...Look) (string, error) {
+	script := make([]string, 0, len(looks)+1)
+	for _, l := range looks {
+		script = append(script, string(l))
+	}
+	out, err := lab.Exec(context.Background(), n, "sh", "-c", strings.Join(append(script, "true"), "; "))
+	return strings.TrimSpace(out), err
+}
+
+// RunningOrFail is Running for a step's PreConfig: a node that cannot be
+// looked at fails the test, naming the node and the error (which names
+// the command and carries its stderr).
+func RunningOrFail(t *testing.T, n lab.Node, looks ...Look) string {
+	t.Helper()
+	out, err := Running(n, looks...)
+	if err != nil {
+		t.Fatalf("cannot look at what runs on %s: %v", n.Name, err)
+	}
+	return out
+}
+
+// Snapshot is RunningOrFail on every lab node, each node's listing under
+// its name: taken before and after a step, two equal snapshots say the
+// step started and stopped nothing the looks can see.
+func Snapshot(t *testing.T, l *lab.File, looks ...Look) string {
+	t.Helper()
+	var b strings.Builder
+	for _, n := range l.Nodes {
+		b.WriteString(n.Name + ":\n" + RunningOrFail(t, n, looks...) + "\n")
+	}
+	return b.String()
+}
+
+// PIDs keeps the first field, the pid, of each line of a listing of
+// processes, space-separated: what tells the same processes from new ones.
+func PIDs(listing string) string {
+	var pids []string
+	for _, line := range strings.Split(listing, "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			pids = append(pids, f[0])
+		}
+	}
+	return strings.Join(pids, " ")
+}
+
 // OnNode runs a shell script as root on a lab node, to set up or break
 // something there, and returns its output; the test fails when the script
 // does, naming what it did, the node and the error (which names the

@@ -197,7 +197,7 @@ func TestAccFault_interruptedVLLMLaunchLeavesNothingRunning(t *testing.T) {
 	if err := sv.As(&attrs); err != nil || attrs["head_address"].As(&headAddress) != nil || headAddress == "" {
 		t.Fatalf("the cluster's head_address: %v", err)
 	}
-	before := nodeRay(t, l)
+	before := acctest.Snapshot(t, l, acctest.RayDaemons)
 
 	deployment := map[string]any{
 		"head":                 map[string]any{"ssh_host": head.SSHHost},
@@ -224,23 +224,9 @@ func TestAccFault_interruptedVLLMLaunchLeavesNothingRunning(t *testing.T) {
 	t.Logf("interrupted create reported: %s", errs)
 	nothingRuns(t, "vLLM", `pgrep -af '[v]llm serve'; pgrep -af '[V]LLM::'; ss -Hltn 'sport = :8000'`, head)
 	nothingRuns(t, "a start marker or an env file", `ls /tmp/terraform-provider-spark-$(id -u)/vllm-8000/starting /tmp/terraform-provider-spark-$(id -u)/vllm-8000/env 2>/dev/null`, head)
-	if after := nodeRay(t, l); after != before {
+	if after := acctest.Snapshot(t, l, acctest.RayDaemons); after != before {
 		t.Errorf("the interrupted launch changed the cluster's Ray.\nbefore:\n%s\nafter:\n%s", before, after)
 	}
-}
-
-// nodeRay lists the Ray daemons on the nodes.
-func nodeRay(t *testing.T, l *lab.File) string {
-	t.Helper()
-	var b strings.Builder
-	for _, n := range l.Nodes {
-		out, err := acctest.NodeProcesses(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.WriteString(n.Name + ":\n" + out + "\n")
-	}
-	return b.String()
 }
 
 func diagsErr(ds []*tfprotov6.Diagnostic) string {

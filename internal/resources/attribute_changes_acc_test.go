@@ -17,16 +17,6 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/lab"
 )
 
-// raylet is the raylet on a node as "<pid> <user>"; "" when none runs.
-func raylet(t *testing.T, n lab.Node) string {
-	t.Helper()
-	out, err := lab.Exec(context.Background(), n, "sh", "-c", "ps -o pid=,user= -C raylet || true")
-	if err != nil {
-		t.Fatalf("raylet on %s: %v (%s)", n.Name, err, out)
-	}
-	return strings.Join(strings.Fields(out), " ")
-}
-
 // TestAccRayCluster_attributeChanges: the cluster-level rows of the
 // attribute-change table (attribute_changes_test.go) that only a lab shows,
 // each change applied and then looked for on the nodes: removing a
@@ -48,12 +38,13 @@ func TestAccRayCluster_attributeChanges(t *testing.T) {
 	hostKey := worker(fmt.Sprintf("host_key  = %q", w.HostKey))
 	secondUser := worker(fmt.Sprintf("ssh_user  = %q", l.SecondSSHUser))
 	workerPath := func(attr string) tfjsonpath.Path { return tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey(attr) }
+	raylet := func(n lab.Node) string { return acctest.RunningOrFail(t, n, acctest.RayletUser) }
 	var headBefore, workerBefore string
-	note := func() { headBefore, workerBefore = raylet(t, head), raylet(t, w) }
+	note := func() { headBefore, workerBefore = raylet(head), raylet(w) }
 	// expect checks each node's raylet against the one noted before the step.
 	expect := func(headRestarts, workerRestarts bool, workerUser string) resource.TestCheckFunc {
 		return func(*terraform.State) error {
-			h, wk := raylet(t, head), raylet(t, w)
+			h, wk := raylet(head), raylet(w)
 			if (h != headBefore) != headRestarts {
 				return fmt.Errorf("head raylet %q -> %q: restarted = %v, want %v", headBefore, h, h != headBefore, headRestarts)
 			}

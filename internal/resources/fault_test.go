@@ -114,7 +114,7 @@ func TestAccRayCluster_destroyWithUnreachableWorker(t *testing.T) {
 		// gcs_rpc_server_reconnect_timeout_s (60 s): wait, bounded.
 		deadline := time.Now().Add(150 * time.Second)
 		for {
-			out, err := acctest.NodeProcesses(w)
+			out, err := acctest.Running(w, acctest.RayDaemons)
 			if err == nil && out == "" {
 				return nil
 			}
@@ -228,7 +228,7 @@ func TestAccRayCluster_frozenNodeDuringPlan(t *testing.T) {
 			{Config: base},
 			{
 				PreConfig: func() {
-					before = nodeProcesses(t, l)
+					before = acctest.Snapshot(t, l, acctest.RayDaemons, acctest.VLLMServe)
 					if _, err := lab.Pause(ctx, w, true); err != nil {
 						t.Fatal(err)
 					}
@@ -245,7 +245,7 @@ func TestAccRayCluster_frozenNodeDuringPlan(t *testing.T) {
 			{
 				PreConfig: func() {
 					thaw()
-					if after := nodeProcesses(t, l); after != before {
+					if after := acctest.Snapshot(t, l, acctest.RayDaemons, acctest.VLLMServe); after != before {
 						t.Fatalf("plans against a frozen node started or stopped something.\nbefore:\n%s\nafter:\n%s", before, after)
 					}
 				},
@@ -348,11 +348,7 @@ func otherUsersRay(t *testing.T, l *lab.File) func(n lab.Node) string {
 	t.Helper()
 	ctx := context.Background()
 	list := func(n lab.Node) string {
-		out, err := lab.Exec(ctx, n, "sh", "-c", "pgrep -u intruder -x gcs_server; pgrep -u intruder -x raylet; true")
-		if err != nil {
-			t.Fatalf("list intruder's Ray on %s: %v", n.Name, err)
-		}
-		return strings.Join(strings.Fields(out), " ")
+		return acctest.PIDs(acctest.RunningOrFail(t, n, acctest.RayDaemonsOf("intruder")))
 	}
 	for _, n := range l.Nodes {
 		acctest.OnNode(t, n, "start intruder's Ray", `id intruder >/dev/null 2>&1 || useradd -M intruder
@@ -397,7 +393,7 @@ func TestAccRayCluster_anotherUsersRayOutlivesDestroy(t *testing.T) {
 		ProtoV6ProviderFactories: acctest.Factories,
 		CheckDestroy: func(s *terraform.State) error {
 			for _, n := range l.Nodes {
-				out, err := lab.Exec(context.Background(), n, "sh", "-c", "pgrep -a -u root -x raylet; pgrep -a -u root -x gcs_server; true")
+				out, err := acctest.Running(n, acctest.RayDaemonsOf("root"))
 				if err != nil || strings.TrimSpace(out) != "" {
 					return fmt.Errorf("this cluster's Ray still runs on %s after destroy (%w):\n%s", n.Name, err, out)
 				}
@@ -496,7 +492,8 @@ func TestAccRayCluster_fabricLinkDown(t *testing.T) {
 	})
 	// The worker's cut-off raylet exits by itself a minute after its head
 	// marked it dead, so what the refused plan must not have changed is the
-	// head's Ray, and no new raylet on the worker.
+	// head's Ray, and no new raylet on the worker: the pids of Ray's daemons.
+	pids := func(n lab.Node) string { return acctest.PIDs(acctest.RunningOrFail(t, n, acctest.RayDaemons)) }
 	var headBefore, workerBefore string
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
@@ -521,7 +518,7 @@ func TestAccRayCluster_fabricLinkDown(t *testing.T) {
 			{
 				PreConfig: func() {
 					waitNodeDead(t, l, w)
-					headBefore, workerBefore = processes(t, head), processes(t, w)
+					headBefore, workerBefore = pids(head), pids(w)
 				},
 				Config:   config,
 				PlanOnly: true,
@@ -533,10 +530,10 @@ func TestAccRayCluster_fabricLinkDown(t *testing.T) {
 			},
 			{
 				PreConfig: func() {
-					if now := processes(t, head); now != headBefore {
+					if now := pids(head); now != headBefore {
 						t.Fatalf("the refused plan changed Ray on the head.\nbefore:\n%s\nafter:\n%s", headBefore, now)
 					}
-					for _, p := range strings.Fields(processes(t, w)) {
+					for _, p := range strings.Fields(pids(w)) {
 						if !strings.Contains(" "+strings.Join(strings.Fields(workerBefore), " ")+" ", " "+p+" ") {
 							t.Fatalf("the refused plan started Ray on %s: pid %s (before: %q)", w.Name, p, workerBefore)
 						}
@@ -557,16 +554,6 @@ func TestAccRayCluster_fabricLinkDown(t *testing.T) {
 			},
 		},
 	})
-}
-
-// processes lists the pids of Ray's daemons on n.
-func processes(t *testing.T, n lab.Node) string {
-	t.Helper()
-	out, err := lab.Exec(context.Background(), n, "sh", "-c", "pgrep -x raylet; pgrep -x gcs_server; true")
-	if err != nil {
-		t.Fatalf("list Ray on %s: %v", n.Name, err)
-	}
-	return strings.Join(strings.Fields(out), " ")
 }
 
 // waitNodeDead waits (bounded) until the head's GCS has marked n dead
@@ -641,7 +628,7 @@ func TestAccRayCluster_sshSessionsKilledMidApply(t *testing.T) {
 				PreConfig: func() {
 					wasKilled()
 					for _, n := range l.Nodes {
-						if out, err := acctest.NodeProcesses(n); err != nil || out != "" {
+						if out, err := acctest.Running(n, acctest.RayDaemons); err != nil || out != "" {
 							t.Fatalf("after the failed apply, Ray still runs on %s (%v):\n%s", n.Name, err, out)
 						}
 					}
@@ -654,7 +641,7 @@ func TestAccRayCluster_sshSessionsKilledMidApply(t *testing.T) {
 			{Config: headOnly}, // the worker removed
 			{
 				PreConfig: func() {
-					headBefore = raylet(t, head)
+					headBefore = acctest.RunningOrFail(t, head, acctest.RayletUser)
 					killWhileStarting()
 				},
 				Config:      config, // the worker added back: an update, killed mid-start
@@ -663,10 +650,10 @@ func TestAccRayCluster_sshSessionsKilledMidApply(t *testing.T) {
 			{
 				PreConfig: func() {
 					wasKilled()
-					if out, err := acctest.NodeProcesses(w); err != nil || out != "" {
+					if out, err := acctest.Running(w, acctest.RayDaemons); err != nil || out != "" {
 						t.Fatalf("the failed update left the worker it started running (%v):\n%s", err, out)
 					}
-					if after := raylet(t, head); after != headBefore || after == "" {
+					if after := acctest.RunningOrFail(t, head, acctest.RayletUser); after != headBefore || after == "" {
 						t.Fatalf("the failed update touched the head: raylet %q -> %q", headBefore, after)
 					}
 				},
@@ -717,7 +704,7 @@ func TestAccRayCluster_hostKeyChanged(t *testing.T) {
 					if _, err := lab.RegenerateHostKey(context.Background(), acctest.LabDir(), w.Name); err != nil {
 						t.Fatal(err)
 					}
-					before = nodeProcesses(t, l)
+					before = acctest.Snapshot(t, l, acctest.RayDaemons, acctest.VLLMServe)
 				},
 				Config:   withKnown(base, known),
 				PlanOnly: true,
@@ -732,7 +719,7 @@ func TestAccRayCluster_hostKeyChanged(t *testing.T) {
 			{
 				// The lab's known_hosts has the new key: accepted, the change applies.
 				PreConfig: func() {
-					if after := nodeProcesses(t, l); after != before {
+					if after := acctest.Snapshot(t, l, acctest.RayDaemons, acctest.VLLMServe); after != before {
 						t.Fatalf("plans against a changed host key started or stopped something.\nbefore:\n%s\nafter:\n%s", before, after)
 					}
 				},

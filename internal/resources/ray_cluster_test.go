@@ -74,7 +74,7 @@ func noRayLeft(l *lab.File) func(*terraform.State) error {
 // rayGone checks a node after a destroy: no Ray daemon, and no auth token
 // the provider wrote (a secret: it goes with the cluster).
 func rayGone(l *lab.File, n lab.Node) error {
-	out, err := acctest.NodeProcesses(n)
+	out, err := acctest.Running(n, acctest.RayDaemons)
 	if err != nil {
 		return err
 	}
@@ -196,7 +196,7 @@ func TestAccRayCluster_fabricLifecycle(t *testing.T) {
 					statecheck.ExpectKnownValue(clusterAddr, tfjsonpath.New("workers"), knownvalue.Null()),
 				},
 				Check: func(*terraform.State) error {
-					out, err := acctest.NodeProcesses(w)
+					out, err := acctest.Running(w, acctest.RayDaemons)
 					if err != nil || out != "" {
 						return fmt.Errorf("Ray still on the removed worker %s: %q %w", w.Name, out, err)
 					}

@@ -1,9 +1,6 @@
 package resources_test
 
 import (
-	"context"
-	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -11,23 +8,6 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/acctest"
 	"github.com/lab-infra/terraform-provider-spark/internal/lab"
 )
-
-// nodeProcesses lists, per lab node, the Ray daemons and vllm serve
-// processes running there (pids and command lines), looked up on the nodes
-// themselves: what a refusal at plan must leave exactly as it was.
-func nodeProcesses(t *testing.T, l *lab.File) string {
-	t.Helper()
-	var b strings.Builder
-	for _, n := range l.Nodes {
-		out, err := lab.Exec(context.Background(), n, "sh", "-c",
-			"pgrep -a -x raylet; pgrep -a -x gcs_server; pgrep -af '[v]llm serve'; true")
-		if err != nil {
-			t.Fatalf("list processes on %s: %v", n.Name, err)
-		}
-		fmt.Fprintf(&b, "%s:\n%s\n", n.Name, strings.TrimSpace(out))
-	}
-	return b.String()
-}
 
 // refusals turns steps that expect an error into plan-only steps — the
 // refusal must come from `terraform plan`, not from apply — and checks,
@@ -50,7 +30,7 @@ func (r *refusals) verify() {
 		return
 	}
 	r.owed = false
-	if after := nodeProcesses(r.t, r.l); after != r.before {
+	if after := acctest.Snapshot(r.t, r.l, acctest.RayDaemons, acctest.VLLMServe); after != r.before {
 		r.t.Fatalf("a plan that was refused started something on the nodes.\nbefore:\n%s\nafter:\n%s", r.before, after)
 	}
 }
@@ -69,7 +49,7 @@ func (r *refusals) steps(steps ...resource.TestStep) []resource.TestStep {
 			if orig != nil {
 				orig()
 			}
-			r.before, r.owed = nodeProcesses(r.t, r.l), true
+			r.before, r.owed = acctest.Snapshot(r.t, r.l, acctest.RayDaemons, acctest.VLLMServe), true
 		}
 		out = append(out, s)
 	}

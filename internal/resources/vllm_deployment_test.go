@@ -142,7 +142,7 @@ func chat(endpoint, key string) (int, string, error) {
 func noVLLMLeft(l *lab.File) func(*terraform.State) error {
 	return func(s *terraform.State) error {
 		for _, n := range l.Nodes {
-			out, err := lab.Exec(context.Background(), n, "sh", "-c", "pgrep -af '[v]llm serve'; ss -Hltn 'sport = :8000'; true")
+			out, err := acctest.Running(n, acctest.VLLMServe, acctest.VLLMPort)
 			if err != nil {
 				return fmt.Errorf("cannot look for vLLM on %s: %w", n.Name, err)
 			}
@@ -558,7 +558,7 @@ func TestAccVLLMDeployment_updateAndReadinessFailure(t *testing.T) {
 			{
 				// Nothing was left running by the failed apply.
 				PreConfig: func() {
-					out, err := lab.Exec(context.Background(), head, "sh", "-c", "pgrep -af '[v]llm serve'; ss -Hltn 'sport = :8000'; true")
+					out, err := acctest.Running(head, acctest.VLLMServe, acctest.VLLMPort)
 					if err != nil || strings.TrimSpace(out) != "" {
 						t.Fatalf("the server that never became ready is still running (or the look failed: %v):\n%s", err, out)
 					}
