@@ -23,9 +23,15 @@ const (
 	// VLLMServe is every vllm serve, matched by its command line ("[v]"
 	// keeps the shell that runs pgrep out): "<pid> <command line>" each.
 	VLLMServe Look = "pgrep -af '[v]llm serve'"
+	// VLLMEngine is vLLM's engine processes (VLLM::EngineCore and the
+	// like), which can outlive the vllm serve that started them.
+	VLLMEngine Look = "pgrep -af '[V]LLM::'"
 	// VLLMPort is a socket listening on 8000, the lab deployments' port:
-	// a server can outlive its vllm serve process (vLLM's EngineCore).
+	// whatever still holds it, a new server cannot serve there.
 	VLLMPort Look = "ss -Hltn 'sport = :8000'"
+	// RayStart is a `ray start` still running: it starts the daemons and
+	// exits, so one left over is a start that never finished.
+	RayStart Look = "pgrep -af '(^|/)ray start( |$)'"
 )
 
 // RayDaemonsOf is RayDaemons of one user only: another user's Ray on the
@@ -40,11 +46,17 @@ func RayDaemonsOf(user string) Look {
 // matches; an error only when the node cannot be looked at. For checks
 // that return their error (Check, CheckDestroy).
 func Running(n lab.Node, looks ...Look) (string, error) {
+	return RunningAs(n, "", looks...)
+}
+
+// RunningAs is Running as user ("" is root), with that user's home: for
+// looks that name the user's own files ($(id -u), $HOME).
+func RunningAs(n lab.Node, user string, looks ...Look) (string, error) {
 	script := make([]string, 0, len(looks)+1)
 	for _, l := range looks {
 		script = append(script, string(l))
 	}
-	out, err := lab.Exec(context.Background(), n, "sh", "-c", strings.Join(append(script, "true"), "; "))
+	out, err := execAs(n, user, "sh", "-c", strings.Join(append(script, "true"), "; "))
 	return strings.TrimSpace(out), err
 }
 
@@ -101,15 +113,18 @@ func OnNodeAs(t *testing.T, n lab.Node, user, what, script string, args ...strin
 	if len(args) > 0 {
 		argv = append(append(argv, "sh"), args...)
 	}
-	var out string
-	var err error
-	if user == "" {
-		out, err = lab.Exec(context.Background(), n, argv...)
-	} else {
-		out, err = lab.ExecAs(context.Background(), n, user, argv...)
-	}
+	out, err := execAs(n, user, argv...)
 	if err != nil {
 		t.Fatalf("%s on %s: %v", what, n.Name, err)
 	}
 	return strings.TrimSpace(out)
+}
+
+// execAs runs argv on a lab node as user, with that user's home; "" is
+// root, with the container's own environment.
+func execAs(n lab.Node, user string, argv ...string) (string, error) {
+	if user == "" {
+		return lab.Exec(context.Background(), n, argv...)
+	}
+	return lab.ExecAs(context.Background(), n, user, argv...)
 }

@@ -109,22 +109,19 @@ func (d *driver) ctrlC(n lab.Node, pattern string, settle time.Duration, cancel 
 	return pressed
 }
 
-// nothingRuns fails the test when pattern (pgrep -af, several allowed)
-// matches on any of the nodes.
-// nothingRuns looks on the nodes as the provider's SSH user (its private
+// nothingRuns fails the test when any of the looks finds something on
+// any of the nodes. It looks as the provider's SSH user (its private
 // directory is under its own uid; every process is visible to it).
-func nothingRuns(t *testing.T, what, script string, nodes ...lab.Node) {
+func nothingRuns(t *testing.T, what string, nodes []lab.Node, looks ...acctest.Look) {
 	t.Helper()
 	user := acctest.Lab(t).SSHUser
 	for _, n := range nodes {
-		out, err := lab.ExecAs(context.Background(), n, user, "sh", "-c", script+"; true")
+		out, err := acctest.RunningAs(n, user, looks...)
 		if err != nil || strings.TrimSpace(out) != "" {
 			t.Errorf("after the interrupted create, %s still runs %s (%v):\n%s", n.Name, what, err, out)
 		}
 	}
 }
-
-const rayProcesses = "pgrep -a -x raylet; pgrep -a -x gcs_server; pgrep -af '(^|/)ray start( |$)'"
 
 // Ctrl-C during `terraform apply` makes Terraform call StopProvider, which
 // cancels the apply's context. Interrupted while the head's or a worker's
@@ -158,8 +155,8 @@ func TestAccFault_interruptedCreateLeavesNothingRunning(t *testing.T) {
 				t.Fatal("the interrupted create reported success")
 			}
 			t.Logf("interrupted create reported: %s", errs)
-			nothingRuns(t, "Ray", rayProcesses, head, w)
-			nothingRuns(t, "a start marker", `ls /tmp/terraform-provider-spark-$(id -u)/ray-*.starting 2>/dev/null`, head)
+			nothingRuns(t, "Ray", []lab.Node{head, w}, acctest.RayDaemons, acctest.RayStart)
+			nothingRuns(t, "a start marker", []lab.Node{head}, `ls /tmp/terraform-provider-spark-$(id -u)/ray-*.starting 2>/dev/null`)
 		})
 	}
 }
@@ -186,7 +183,7 @@ func TestAccFault_interruptedVLLMLaunchLeavesNothingRunning(t *testing.T) {
 		if _, errs := d.apply(context.Background(), "spark_ray_cluster", state, cfg, planned); errs != "" {
 			t.Errorf("destroy the cluster: %s", errs)
 		}
-		nothingRuns(t, "Ray", rayProcesses, l.Nodes...)
+		nothingRuns(t, "Ray", l.Nodes, acctest.RayDaemons, acctest.RayStart)
 	})
 	sv, err := state.Unmarshal(d.typ("spark_ray_cluster"))
 	if err != nil {
@@ -222,8 +219,8 @@ func TestAccFault_interruptedVLLMLaunchLeavesNothingRunning(t *testing.T) {
 		t.Fatal("the interrupted create reported success")
 	}
 	t.Logf("interrupted create reported: %s", errs)
-	nothingRuns(t, "vLLM", `pgrep -af '[v]llm serve'; pgrep -af '[V]LLM::'; ss -Hltn 'sport = :8000'`, head)
-	nothingRuns(t, "a start marker or an env file", `ls /tmp/terraform-provider-spark-$(id -u)/vllm-8000/starting /tmp/terraform-provider-spark-$(id -u)/vllm-8000/env 2>/dev/null`, head)
+	nothingRuns(t, "vLLM", []lab.Node{head}, acctest.VLLMServe, acctest.VLLMEngine, acctest.VLLMPort)
+	nothingRuns(t, "a start marker or an env file", []lab.Node{head}, `ls /tmp/terraform-provider-spark-$(id -u)/vllm-8000/starting /tmp/terraform-provider-spark-$(id -u)/vllm-8000/env 2>/dev/null`)
 	if after := acctest.Snapshot(t, l, acctest.RayDaemons); after != before {
 		t.Errorf("the interrupted launch changed the cluster's Ray.\nbefore:\n%s\nafter:\n%s", before, after)
 	}

@@ -183,7 +183,7 @@ d=/tmp/terraform-provider-spark-$(id -u "$1"); rm -rf "$d"; install -d -m 0777 -
 				// Nothing was written into the planted directory and nothing started;
 				// the owner removes it, and the same configuration serves.
 				PreConfig: func() {
-					if out := acctest.OnNode(t, head, "look into the planted directory and for vLLM", `find "$1" -mindepth 1; pgrep -af '[v]llm serve'; true`, planted); out != "" {
+					if out := acctest.OnNode(t, head, "look into the planted directory and for vLLM", `find "$1" -mindepth 1; `+string(acctest.VLLMServe)+`; true`, planted); out != "" {
 						t.Fatalf("the refused apply wrote into the planted directory or started vLLM:\n%s", out)
 					}
 					if _, err := lab.Exec(ctx, head, "rm", "-rf", planted); err != nil {
