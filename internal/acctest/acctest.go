@@ -3,11 +3,9 @@
 package acctest
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
@@ -77,23 +75,4 @@ func LabDir() string {
 		return filepath.Dir(p)
 	}
 	return filepath.Join(RepoRoot(), ".lab")
-}
-
-// ProviderBlock renders a provider block for the lab. extra lines go inside
-// the ssh object (e.g. `host_key_policy = "accept-new"`).
-func ProviderBlock(f *lab.File, knownHosts string, extra ...string) string {
-	if knownHosts == "" {
-		knownHosts = f.KnownHostsFile
-	}
-	return fmt.Sprintf(`
-provider "spark" {
-  ssh = {
-    user             = %q
-    private_key_file = %q
-    known_hosts_file = %q
-    connect_timeout  = "10s"
-    %s
-  }
-}
-`, f.SSHUser, f.PrivateKeyFile, knownHosts, strings.Join(extra, "\n    "))
 }

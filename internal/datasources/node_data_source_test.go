@@ -20,14 +20,24 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/lab"
 )
 
-func nodeBlock(name string, n lab.Node, extra ...string) string {
+// nodeData is one spark_node data source on a lab node.
+type nodeData struct {
+	name  string // the data source's name; default "n"
+	node  lab.Node
+	extra []string // more attribute lines
+}
+
+func (d nodeData) config() string {
+	if d.name == "" {
+		d.name = "n"
+	}
 	return fmt.Sprintf(`
 data "spark_node" %q {
   ssh_host    = %q
   ray_command = %q
   %s
 }
-`, name, n.SSHHost, n.RayCommand, strings.Join(extra, "\n  "))
+`, d.name, d.node.SSHHost, d.node.RayCommand, strings.Join(d.extra, "\n  "))
 }
 
 func fingerprint(t *testing.T, line string) string {
@@ -74,10 +84,10 @@ func (c interfacesCarry) String() string { return fmt.Sprintf("interfaces carryi
 
 func TestAccNodeDataSource_multiHomedFacts(t *testing.T) {
 	l := acctest.Lab(t)
-	cfg := acctest.ProviderBlock(l, "")
+	cfg := acctest.Provider{}.Config(l)
 	var checks []statecheck.StateCheck
 	for _, n := range l.Nodes {
-		cfg += nodeBlock(n.Name, n)
+		cfg += nodeData{name: n.Name, node: n}.config()
 		addr := "data.spark_node." + n.Name
 		prefix := func(ip, subnet string) string { return ip + subnet[strings.Index(subnet, "/"):] }
 		checks = append(checks,
@@ -117,7 +127,7 @@ func TestAccNodeDataSource_strictRefusesUnknownHost(t *testing.T) {
 		PreCheck:                 func() { acctest.PreCheck(t) },
 		ProtoV6ProviderFactories: acctest.Factories,
 		Steps: []resource.TestStep{{
-			Config: acctest.ProviderBlock(l, empty) + nodeBlock("n", n),
+			Config: acctest.Provider{KnownHosts: empty}.Config(l) + nodeData{node: n}.config(),
 			ExpectError: regexp.MustCompile(`(?s)unknown ssh-ed25519 key\s+` + regexp.QuoteMeta(fingerprint(t, n.HostKey)) +
 				`.*accept-new`),
 		}},
@@ -136,12 +146,12 @@ func TestAccNodeDataSource_wrongPinnedKeyRefused(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				// Pinned to the other node's key: refused although known_hosts trusts the host.
-				Config:      acctest.ProviderBlock(l, "") + nodeBlock("n", n, fmt.Sprintf("host_key = %q", other.HostKey)),
+				Config:      acctest.Provider{}.Config(l) + nodeData{node: n, extra: []string{fmt.Sprintf("host_key = %q", other.HostKey)}}.config(),
 				ExpectError: regexp.MustCompile(`does not match the\s+pinned\s+host_key`),
 			},
 			{
 				// Pinned right, with an empty known_hosts: the pin alone is enough.
-				Config: acctest.ProviderBlock(l, os.DevNull) + nodeBlock("n", n, fmt.Sprintf("host_key = %q", n.HostKey)),
+				Config: acctest.Provider{KnownHosts: os.DevNull}.Config(l) + nodeData{node: n, extra: []string{fmt.Sprintf("host_key = %q", n.HostKey)}}.config(),
 				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue("data.spark_node.n",
 					tfjsonpath.New("host_key_fingerprint"), knownvalue.StringExact(fingerprint(t, n.HostKey)))},
 			},
@@ -155,7 +165,7 @@ func TestAccNodeDataSource_malformedPinIsAConfigError(t *testing.T) {
 		PreCheck:                 func() { acctest.PreCheck(t) },
 		ProtoV6ProviderFactories: acctest.Factories,
 		Steps: []resource.TestStep{{
-			Config:      acctest.ProviderBlock(l, "") + nodeBlock("n", l.Nodes[0], `host_key = "AAAA-not-a-key"`),
+			Config:      acctest.Provider{}.Config(l) + nodeData{node: l.Nodes[0], extra: []string{`host_key = "AAAA-not-a-key"`}}.config(),
 			ExpectError: regexp.MustCompile(`(?s)Invalid host key.*host_key = "AAAA-not-a-key"`),
 		}},
 	})
@@ -168,13 +178,13 @@ func TestAccNodeDataSource_acceptNewThenChangedKey(t *testing.T) {
 	n := l.Nodes[len(l.Nodes)-1]
 	dir := t.TempDir()
 	known := filepath.Join(dir, "known_hosts") // does not exist yet
-	acceptNew := `host_key_policy = "accept-new"`
+	acceptNew := []string{`host_key_policy = "accept-new"`}
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
 		ProtoV6ProviderFactories: acctest.Factories,
 		Steps: []resource.TestStep{
 			{
-				Config: acctest.ProviderBlock(l, known, acceptNew) + nodeBlock("n", n),
+				Config: acctest.Provider{KnownHosts: known, SSH: acceptNew}.Config(l) + nodeData{node: n}.config(),
 				Check: func(*terraform.State) error {
 					b, err := os.ReadFile(known)
 					if err != nil {
@@ -192,12 +202,12 @@ func TestAccNodeDataSource_acceptNewThenChangedKey(t *testing.T) {
 						t.Fatal(err)
 					}
 				},
-				Config:      acctest.ProviderBlock(l, known, acceptNew) + nodeBlock("n", n),
+				Config:      acctest.Provider{KnownHosts: known, SSH: acceptNew}.Config(l) + nodeData{node: n}.config(),
 				ExpectError: regexp.MustCompile(`host key has CHANGED`),
 			},
 			{
 				// A fresh known_hosts accepts the new key, so the test ends clean.
-				Config: acctest.ProviderBlock(l, filepath.Join(dir, "known_hosts.new"), acceptNew) + nodeBlock("n", n),
+				Config: acctest.Provider{KnownHosts: filepath.Join(dir, "known_hosts.new"), SSH: acceptNew}.Config(l) + nodeData{node: n}.config(),
 			},
 		},
 	})

@@ -49,7 +49,7 @@ func TestAccProvider_insecurePolicyStillReads(t *testing.T) {
 		PreCheck:                 func() { acctest.PreCheck(t) },
 		ProtoV6ProviderFactories: acctest.Factories,
 		Steps: []resource.TestStep{{
-			Config: acctest.ProviderBlock(l, "/nonexistent/known_hosts", `host_key_policy = "insecure"`) + fmt.Sprintf(`
+			Config: acctest.Provider{KnownHosts: "/nonexistent/known_hosts", SSH: []string{`host_key_policy = "insecure"`}}.Config(l) + fmt.Sprintf(`
 data "spark_node" "n" {
   ssh_host = %q
 }

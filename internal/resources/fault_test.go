@@ -688,7 +688,7 @@ func TestAccRayCluster_hostKeyChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	withKnown := func(config, path string) string {
-		return strings.Replace(config, acctest.ProviderBlock(l, ""), acctest.ProviderBlock(l, path), 1)
+		return strings.Replace(config, acctest.Provider{}.Config(l), acctest.Provider{KnownHosts: path}.Config(l), 1)
 	}
 	base := clusterConfig(l, "", map[string]string{w.Name: ""})
 	relabelled := labelledWorker(base)

@@ -29,7 +29,7 @@ const clusterAddr = "spark_ray_cluster.lab"
 func clusterConfig(l *lab.File, headIP string, workers map[string]string, extra ...string) string {
 	head := l.Nodes[0]
 	var b strings.Builder
-	b.WriteString(acctest.ProviderBlock(l, ""))
+	b.WriteString(acctest.Provider{}.Config(l))
 	fmt.Fprintf(&b, "resource \"spark_ray_cluster\" \"lab\" {\n  head = {\n    ssh_host = %q\n    num_gpus = 1\n", head.SSHHost)
 	if headIP != "" {
 		fmt.Fprintf(&b, "    node_ip  = %q\n", headIP)

@@ -71,5 +71,5 @@ func (r *refusals) then(s resource.TestStep) resource.TestStep {
 // done is a last step for a test made only of refusals: it plans the empty
 // configuration (nothing in state, so nothing to do) after the node check.
 func (r *refusals) done() resource.TestStep {
-	return r.then(resource.TestStep{Config: acctest.ProviderBlock(r.l, ""), PlanOnly: true})
+	return r.then(resource.TestStep{Config: acctest.Provider{}.Config(r.l), PlanOnly: true})
 }
