@@ -27,16 +27,12 @@ import (
 func TestAccRayCluster_attributeChanges(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
-	base := clusterConfig(l, "", map[string]string{w.Name: ""})
-	worker := func(lines ...string) string { // the worker's block with more attribute lines
-		return strings.Replace(base, "      num_gpus = 1\n", "      num_gpus = 1\n      "+strings.Join(lines, "\n      ")+"\n", 1)
-	}
-	headWith := func(line string) string {
-		return strings.Replace(base, "    num_gpus = 1\n", "    num_gpus = 1\n    "+line+"\n", 1)
-	}
-	custom := worker(`labels    = { rack = "r1" }`, `resources = { "spark.w" = 1 }`)
-	hostKey := worker(fmt.Sprintf("host_key  = %q", w.HostKey))
-	secondUser := worker(fmt.Sprintf("ssh_user  = %q", l.SecondSSHUser))
+	workers := map[string]string{w.Name: ""}
+	base := rayCluster{workers: workers}.config(l)
+	custom := rayCluster{workers: workers, workerLines: []string{`labels    = { rack = "r1" }`, `resources = { "spark.w" = 1 }`}}.config(l)
+	hostKey := rayCluster{workers: workers, workerLines: []string{fmt.Sprintf("host_key  = %q", w.HostKey)}}.config(l)
+	secondUser := rayCluster{workers: workers, workerLines: []string{fmt.Sprintf("ssh_user  = %q", l.SecondSSHUser)}}.config(l)
+	headLabelled := rayCluster{workers: workers, headLines: []string{`labels   = { role = "head" }`}}.config(l)
 	workerPath := func(attr string) tfjsonpath.Path { return tfjsonpath.New("workers").AtMapKey(w.Name).AtMapKey(attr) }
 	raylet := func(n lab.Node) string { return acctest.RunningOrFail(t, n, acctest.RayletUser) }
 	var headBefore, workerBefore string
@@ -112,7 +108,7 @@ func TestAccRayCluster_attributeChanges(t *testing.T) {
 			},
 			{
 				PreConfig: note,
-				Config:    headWith(`labels   = { role = "head" }`), // null to a value on the head
+				Config:    headLabelled, // null to a value on the head
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(clusterAddr, plancheck.ResourceActionReplace),
 				}},

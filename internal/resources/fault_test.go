@@ -38,12 +38,6 @@ func hideIP(t *testing.T, n lab.Node) func() {
 	}
 }
 
-// labelledWorker gives the first worker of a cluster configuration a label:
-// a change that restarts Ray on that worker, and only there.
-func labelledWorker(config string) string {
-	return strings.Replace(config, "      num_gpus = 1\n", "      num_gpus = 1\n      labels   = { rack = \"r2\" }\n", 1)
-}
-
 // A check that fails on a cluster the plan leaves as it is warns instead of
 // failing: a plan (and so the refresh `terraform destroy` starts with) goes
 // through; a plan that would start something is still refused, and its error
@@ -51,8 +45,8 @@ func labelledWorker(config string) string {
 func TestAccRayCluster_failingCheckDoesNotBlockAnUnchangedCluster(t *testing.T) {
 	l := acctest.Lab(t)
 	w := l.Nodes[1]
-	base := clusterConfig(l, "", map[string]string{w.Name: ""})
-	relabelled := labelledWorker(base)
+	base := rayCluster{workers: map[string]string{w.Name: ""}}.config(l)
+	relabelled := rayCluster{workers: map[string]string{w.Name: ""}, workerLines: []string{rackLabel}}.config(l)
 	var restore func()
 	t.Cleanup(func() {
 		if restore != nil {
@@ -94,7 +88,7 @@ func TestAccRayCluster_destroyWithUnreachableWorker(t *testing.T) {
 	head, w := l.Nodes[0], l.Nodes[1]
 	ctx := context.Background()
 	// On the fabric, Ray does not notice the worker's external (SSH) network going.
-	config := clusterConfig(l, head.FabricIP, map[string]string{w.Name: w.FabricIP})
+	config := rayCluster{headIP: head.FabricIP, workers: map[string]string{w.Name: w.FabricIP}}.config(l)
 	cut := false
 	t.Cleanup(func() {
 		if cut {
@@ -155,7 +149,7 @@ func TestAccVLLMDeployment_secondLocalUserCannotPlantTheDirectory(t *testing.T) 
 	l := acctest.Lab(t)
 	head := l.Nodes[0]
 	ctx := context.Background()
-	cluster := clusterConfig(l, "", nil)
+	cluster := rayCluster{}.config(l)
 	canary := "canary-key-" + fmt.Sprint(time.Now().UnixNano())
 	d := deploy{hostIP: head.ExternalIP, keyLine: keySetup(t, l, head, canary)}
 	planted := ""
@@ -207,8 +201,8 @@ func TestAccRayCluster_frozenNodeDuringPlan(t *testing.T) {
 	l := acctest.Lab(t)
 	w := l.Nodes[1]
 	ctx := context.Background()
-	base := clusterConfig(l, "", map[string]string{w.Name: ""})
-	relabelled := labelledWorker(base)
+	base := rayCluster{workers: map[string]string{w.Name: ""}}.config(l)
+	relabelled := rayCluster{workers: map[string]string{w.Name: ""}, workerLines: []string{rackLabel}}.config(l)
 	frozen := false
 	thaw := func() {
 		if frozen {
@@ -265,7 +259,7 @@ func TestAccRayCluster_orphanOfAKilledCreateIsReplaced(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
 	ctx := context.Background()
-	config := clusterConfig(l, "", map[string]string{w.Name: ""})
+	config := rayCluster{workers: map[string]string{w.Name: ""}}.config(l)
 	handStart := func() {
 		acctest.OnNodeAs(t, head, l.SSHUser, "start Ray by hand", `"$1" start --head --port 6379 --disable-usage-stats >/dev/null 2>&1 && pgrep -x gcs_server`, head.RayCommand)
 	}
@@ -313,7 +307,7 @@ func TestAccVLLMDeployment_portHeldRefusedAtPlan(t *testing.T) {
 	l := acctest.Lab(t)
 	head := l.Nodes[0]
 	ctx := context.Background()
-	cluster := clusterConfig(l, "", nil)
+	cluster := rayCluster{}.config(l)
 	d := deploy{hostIP: head.ExternalIP, keyLine: keySetup(t, l, head, "canary-key-"+fmt.Sprint(time.Now().UnixNano()))}
 	stopSquatter := func() {
 		_, _ = lab.Exec(ctx, head, "sh", "-c", "pkill -f '[h]ttp.server 8000'; true")
@@ -401,8 +395,8 @@ func TestAccRayCluster_anotherUsersRayOutlivesDestroy(t *testing.T) {
 			return untouched(s)
 		},
 		Steps: []resource.TestStep{
-			{Config: clusterConfig(l, "", map[string]string{w.Name: ""}), Check: untouched},
-			{Config: clusterConfig(l, "", nil), Check: untouched}, // the worker removed: its Ray stopped there
+			{Config: rayCluster{workers: map[string]string{w.Name: ""}}.config(l), Check: untouched},
+			{Config: rayCluster{}.config(l), Check: untouched}, // the worker removed: its Ray stopped there
 		},
 	})
 }
@@ -416,7 +410,7 @@ func TestAccVLLMDeployment_unfinishedLaunchIsReplaced(t *testing.T) {
 	l := acctest.Lab(t)
 	head := l.Nodes[0]
 	ctx := context.Background()
-	cluster := clusterConfig(l, "", nil)
+	cluster := rayCluster{}.config(l)
 	d := deploy{hostIP: head.ExternalIP, keyLine: keySetup(t, l, head, "canary-key-"+fmt.Sprint(time.Now().UnixNano()))}
 	orphan := ""
 	leave := func() {
@@ -483,7 +477,7 @@ func TestAccRayCluster_fabricLinkDown(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
 	ctx := context.Background()
-	config := clusterConfig(l, head.FabricIP, map[string]string{w.Name: w.FabricIP})
+	config := rayCluster{headIP: head.FabricIP, workers: map[string]string{w.Name: w.FabricIP}}.config(l)
 	down := false
 	t.Cleanup(func() {
 		if down {
@@ -593,8 +587,8 @@ func TestAccRayCluster_sshSessionsKilledMidApply(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
 	ctx := context.Background()
-	config := clusterConfig(l, "", map[string]string{w.Name: ""})
-	headOnly := clusterConfig(l, "", nil)
+	config := rayCluster{workers: map[string]string{w.Name: ""}}.config(l)
+	headOnly := rayCluster{}.config(l)
 	killed := make(chan bool, 1)
 	killWhileStarting := func() {
 		go func() {
@@ -687,18 +681,17 @@ func TestAccRayCluster_hostKeyChanged(t *testing.T) {
 	if err := os.WriteFile(known, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	withKnown := func(config, path string) string {
-		return strings.Replace(config, acctest.Provider{}.Config(l), acctest.Provider{KnownHosts: path}.Config(l), 1)
-	}
-	base := clusterConfig(l, "", map[string]string{w.Name: ""})
-	relabelled := labelledWorker(base)
+	ownKnown := acctest.Provider{KnownHosts: known}
+	base := rayCluster{provider: ownKnown, workers: map[string]string{w.Name: ""}}.config(l)
+	relabelledWithKnown := rayCluster{provider: ownKnown, workers: map[string]string{w.Name: ""}, workerLines: []string{rackLabel}}.config(l)
+	relabelled := rayCluster{workers: map[string]string{w.Name: ""}, workerLines: []string{rackLabel}}.config(l)
 	var before string
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
 		ProtoV6ProviderFactories: acctest.Factories,
 		CheckDestroy:             noRayLeft(l),
 		Steps: []resource.TestStep{
-			{Config: withKnown(base, known)},
+			{Config: base},
 			{
 				PreConfig: func() {
 					if _, err := lab.RegenerateHostKey(context.Background(), acctest.LabDir(), w.Name); err != nil {
@@ -706,13 +699,13 @@ func TestAccRayCluster_hostKeyChanged(t *testing.T) {
 					}
 					before = acctest.Snapshot(t, l, acctest.RayDaemons, acctest.VLLMServe)
 				},
-				Config:   withKnown(base, known),
+				Config:   base,
 				PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)` + regexp.QuoteMeta(w.SSHHost) + `:22.*SHA256:.*host key has CHANGED.*` +
 					`terraform\s+destroy\s+-refresh=false`),
 			},
 			{
-				Config:      withKnown(relabelled, known),
+				Config:      relabelledWithKnown,
 				PlanOnly:    true,
 				ExpectError: regexp.MustCompile(`(?s)` + regexp.QuoteMeta(w.SSHHost) + `:22.*SHA256:.*host key has CHANGED`),
 			},
@@ -741,7 +734,7 @@ func TestAccRayCluster_hostKeyChanged(t *testing.T) {
 func TestAccRayCluster_headRayletDies(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
-	config := clusterConfig(l, head.FabricIP, map[string]string{w.Name: w.FabricIP})
+	config := rayCluster{headIP: head.FabricIP, workers: map[string]string{w.Name: w.FabricIP}}.config(l)
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
 		ProtoV6ProviderFactories: acctest.Factories,

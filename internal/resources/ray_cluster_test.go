@@ -24,25 +24,49 @@ import (
 
 const clusterAddr = "spark_ray_cluster.lab"
 
-// clusterConfig renders a cluster on the lab. headIP/workerIP: "" leaves
-// node_ip unset (Ray detects); workers: names of lab nodes after the head.
-func clusterConfig(l *lab.File, headIP string, workers map[string]string, extra ...string) string {
+// rayCluster is the spark_ray_cluster "lab" on the lab: its head on the first
+// node, Ray on the host (the head's ray_command), one GPU a node.
+type rayCluster struct {
+	provider    acctest.Provider  // the provider block before the cluster
+	headIP      string            // head.node_ip; "" leaves it unset (Ray detects)
+	noHeadGPU   bool              // head.num_gpus = 0: the head offers Ray no GPU
+	headLines   []string          // more attribute lines in head
+	workers     map[string]string // lab node name -> its node_ip ("" leaves it unset)
+	workerLines []string          // more attribute lines in every worker
+	rayCommand  string            // the host runtime's ray_command; "" is the head's
+	runtime     string            // the runtime's value instead of the host runtime
+	extra       []string          // more attribute lines of the cluster
+}
+
+// rackLabel is a worker label: a change that restarts Ray on that worker,
+// and only there.
+const rackLabel = `labels   = { rack = "r2" }`
+
+// config renders the provider block and the cluster. Workers are written
+// in the lab's node order.
+func (c rayCluster) config(l *lab.File) string {
 	head := l.Nodes[0]
 	var b strings.Builder
-	b.WriteString(acctest.Provider{}.Config(l))
-	fmt.Fprintf(&b, "resource \"spark_ray_cluster\" \"lab\" {\n  head = {\n    ssh_host = %q\n    num_gpus = 1\n", head.SSHHost)
-	if headIP != "" {
-		fmt.Fprintf(&b, "    node_ip  = %q\n", headIP)
+	b.WriteString(c.provider.Config(l))
+	gpus := 1
+	if c.noHeadGPU {
+		gpus = 0
+	}
+	fmt.Fprintf(&b, "resource \"spark_ray_cluster\" \"lab\" {\n  head = {\n    ssh_host = %q\n    num_gpus = %d\n", head.SSHHost, gpus)
+	writeLines(&b, "    ", c.headLines)
+	if c.headIP != "" {
+		fmt.Fprintf(&b, "    node_ip  = %q\n", c.headIP)
 	}
 	b.WriteString("  }\n")
-	if len(workers) > 0 {
+	if len(c.workers) > 0 {
 		b.WriteString("  workers = {\n")
 		for _, n := range l.Nodes[1:] {
-			ip, ok := workers[n.Name]
+			ip, ok := c.workers[n.Name]
 			if !ok {
 				continue
 			}
 			fmt.Fprintf(&b, "    %s = {\n      ssh_host = %q\n      num_gpus = 1\n", n.Name, n.SSHHost)
+			writeLines(&b, "      ", c.workerLines)
 			if ip != "" {
 				fmt.Fprintf(&b, "      node_ip  = %q\n", ip)
 			}
@@ -50,12 +74,28 @@ func clusterConfig(l *lab.File, headIP string, workers map[string]string, extra 
 		}
 		b.WriteString("  }\n")
 	}
-	fmt.Fprintf(&b, "  runtime = { host = { ray_command = %q } }\n", head.RayCommand)
-	for _, e := range extra {
-		b.WriteString("  " + e + "\n")
-	}
+	fmt.Fprintf(&b, "  runtime = %s\n", c.runtimeValue(head))
+	writeLines(&b, "  ", c.extra)
 	b.WriteString("}\n")
 	return b.String()
+}
+
+func (c rayCluster) runtimeValue(head lab.Node) string {
+	if c.runtime != "" {
+		return c.runtime
+	}
+	cmd := c.rayCommand
+	if cmd == "" {
+		cmd = head.RayCommand
+	}
+	return fmt.Sprintf("{ host = { ray_command = %q } }", cmd)
+}
+
+// writeLines writes each line on its own, indented.
+func writeLines(b *strings.Builder, indent string, lines []string) {
+	for _, line := range lines {
+		b.WriteString(indent + line + "\n")
+	}
 }
 
 // noRayLeft is the CheckDestroy: no raylet or gcs_server on any lab node,
@@ -110,8 +150,8 @@ func registered(path ...any) tfjsonpath.Path {
 func TestAccRayCluster_fabricLifecycle(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
-	withWorker := clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""})
-	headOnly := clusterConfig(l, head.FabricIP, nil)
+	withWorker := rayCluster{headIP: head.FabricIP, workers: map[string]string{w.Name: ""}}.config(l)
+	headOnly := rayCluster{headIP: head.FabricIP}.config(l)
 	headID := statecheck.CompareValue(compare.ValuesSame())
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
@@ -247,7 +287,7 @@ func TestAccRayCluster_fabricLifecycle(t *testing.T) {
 				// env set on a cluster that had none takes effect: the cluster
 				// is replaced and every raylet has it (it used to change state
 				// only, and the next plan was empty).
-				Config: clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""}, `env = { SPARK_ACC_ENV = "v1" }`),
+				Config: rayCluster{headIP: head.FabricIP, workers: map[string]string{w.Name: ""}, extra: []string{`env = { SPARK_ACC_ENV = "v1" }`}}.config(l),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(clusterAddr, plancheck.ResourceActionDestroyBeforeCreate),
 				}, PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
@@ -289,7 +329,7 @@ func TestAccRayCluster_autoDetectRegistersExternal(t *testing.T) {
 		Steps: []resource.TestStep{{
 			// spark_ray_nodes: the diagnosis the field report needed, as a data source.
 			// Without token auth, as an operator can choose knowingly.
-			Config: clusterConfig(l, "", map[string]string{w.Name: ""}, `auth_mode = "disabled"`) + `
+			Config: rayCluster{workers: map[string]string{w.Name: ""}, extra: []string{`auth_mode = "disabled"`}}.config(l) + `
 data "spark_ray_nodes" "lab" {
   ssh_host    = spark_ray_cluster.lab.head.ssh_host
   ray_address = spark_ray_cluster.lab.head_address
@@ -333,16 +373,16 @@ func TestAccRayCluster_planErrors(t *testing.T) {
 		Steps: append(r.steps(
 			resource.TestStep{
 				// node_ip that is not on the head (the other node's fabric address).
-				Config: clusterConfig(l, w.FabricIP, nil),
+				Config: rayCluster{headIP: w.FabricIP}.config(l),
 				ExpectError: regexp.MustCompile(`(?s)node_ip is not an address of this node.*` + regexp.QuoteMeta(w.FabricIP) +
 					`.*` + regexp.QuoteMeta(head.FabricIP)),
 			},
 			resource.TestStep{
-				Config:      clusterConfig(l, "127.0.0.1", nil),
+				Config:      rayCluster{headIP: "127.0.0.1"}.config(l),
 				ExpectError: regexp.MustCompile(`(?s)Invalid node_ip.*loopback address`),
 			},
 			resource.TestStep{
-				Config:      clusterConfig(l, "spark1.fabric", nil),
+				Config:      rayCluster{headIP: "spark1.fabric"}.config(l),
 				ExpectError: regexp.MustCompile(`(?s)is not an IP address.*hostname`),
 			},
 			resource.TestStep{
@@ -353,7 +393,7 @@ func TestAccRayCluster_planErrors(t *testing.T) {
 					}
 					t.Cleanup(func() { _ = lab.Connect(context.Background(), w, lab.FabricNetwork) })
 				},
-				Config:      clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""}),
+				Config:      rayCluster{headIP: head.FabricIP, workers: map[string]string{w.Name: ""}}.config(l),
 				ExpectError: regexp.MustCompile(`(?s)Worker reaches the head only through a gateway.*` + regexp.QuoteMeta(head.FabricIP)),
 			},
 			resource.TestStep{
@@ -363,22 +403,21 @@ func TestAccRayCluster_planErrors(t *testing.T) {
 					}
 					skewRayVersion(t, l, w)
 				},
-				Config: strings.Replace(clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""}),
-					head.RayCommand, "/opt/skew/bin/ray", 1),
+				Config: rayCluster{headIP: head.FabricIP, workers: map[string]string{w.Name: ""}, rayCommand: "/opt/skew/bin/ray"}.config(l),
 				ExpectError: regexp.MustCompile(`(?s)Ray versions differ across nodes.*2\.0\.0 on ` + w.Name + `.*` +
 					regexp.QuoteMeta(l.RayVersion) + ` on head`),
 			},
 			resource.TestStep{
-				Config:      clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""}, fmt.Sprintf(`env = { VLLM_HOST_IP = %q }`, head.FabricIP)),
+				Config:      rayCluster{headIP: head.FabricIP, workers: map[string]string{w.Name: ""}, extra: []string{fmt.Sprintf(`env = { VLLM_HOST_IP = %q }`, head.FabricIP)}}.config(l),
 				ExpectError: regexp.MustCompile(`(?s)VLLM_HOST_IP in env does not match.*` + w.Name + `\s+registers\s+` + regexp.QuoteMeta(w.FabricIP)),
 			},
 			resource.TestStep{
-				Config:      clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""}, `env = { NCCL_SOCKET_IFNAME = "ib0" }`),
+				Config:      rayCluster{headIP: head.FabricIP, workers: map[string]string{w.Name: ""}, extra: []string{`env = { NCCL_SOCKET_IFNAME = "ib0" }`}}.config(l),
 				ExpectError: regexp.MustCompile(`(?s)Interface named in env does not exist.*"ib0"`),
 			},
 			resource.TestStep{
 				// eth0 is the external interface: it exists but does not carry the fabric address Ray registers.
-				Config:      clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""}, `env = { GLOO_SOCKET_IFNAME = "eth0" }`),
+				Config:      rayCluster{headIP: head.FabricIP, workers: map[string]string{w.Name: ""}, extra: []string{`env = { GLOO_SOCKET_IFNAME = "eth0" }`}}.config(l),
 				ExpectError: regexp.MustCompile(`(?s)does not carry the node's Ray address.*` + regexp.QuoteMeta(head.FabricIP)),
 			},
 		), r.done()),
@@ -429,7 +468,7 @@ func TestAccRayCluster_lockRefusesConcurrentApply(t *testing.T) {
 		}
 	}
 	defer release()
-	config := clusterConfig(l, head.FabricIP, nil)
+	config := rayCluster{headIP: head.FabricIP}.config(l)
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
 		ProtoV6ProviderFactories: acctest.Factories,
@@ -482,8 +521,8 @@ func TestAccRayCluster_secretEnvNeverInState(t *testing.T) {
 	canary := "canary-secret-" + fmt.Sprint(time.Now().UnixNano())
 	t.Setenv("TF_VAR_ray_secret", canary)
 	config := func(version int) string {
-		return "variable \"ray_secret\" {\n  type      = string\n  sensitive = true\n}\n" + clusterConfig(l, "", map[string]string{w.Name: ""},
-			"secret_env_wo = { SPARK_RAY_SECRET = var.ray_secret }", fmt.Sprintf("secret_env_wo_version = %d", version))
+		return "variable \"ray_secret\" {\n  type      = string\n  sensitive = true\n}\n" + rayCluster{workers: map[string]string{w.Name: ""},
+			extra: []string{"secret_env_wo = { SPARK_RAY_SECRET = var.ray_secret }", fmt.Sprintf("secret_env_wo_version = %d", version)}}.config(l)
 	}
 	if !openTofu() {
 		r := newRefusals(t, l)

@@ -36,15 +36,21 @@ const deployAddr = "spark_vllm_deployment.tiny"
 // api_key_file alternative, as an operator on an older CLI would.
 func openTofu() bool { return os.Getenv("TF_ACC_PROVIDER_HOST") == "registry.opentofu.org" }
 
-// deploy describes one real `vllm serve` of the lab's tiny model.
+// deploy describes one real `vllm serve` of the lab's tiny model, on the
+// cluster's head with the cluster's runtime.
 type deploy struct {
-	name    string // resource name; default "tiny"
-	hostIP  string // "" leaves host_ip null
-	tp      int
-	port    int
-	keyLine string
-	env     map[string]string // beside the CPU settings every deployment gets
-	extra   string            // more attribute lines
+	name        string // resource name; default "tiny"
+	hostIP      string // "" leaves host_ip null
+	tp          int
+	port        int
+	keyLine     string
+	env         map[string]string // beside the CPU settings every deployment gets
+	model       string            // "" is the head's tiny model
+	vllmCommand string            // "" is the head's
+	runtime     string            // the runtime's value; "" is the cluster's
+	rayAddress  string            // a literal ray_address; "" is the cluster's head_address
+	moreArgs    []string          // extra_args after the lab's own
+	extra       []string          // more attribute lines
 }
 
 // legacyExecutor: vLLM 0.32's legacy Ray executor, the one that pins bundle
@@ -63,6 +69,23 @@ func (d deploy) config(l *lab.File) string {
 	}
 	if d.port == 0 {
 		d.port = 8000
+	}
+	if d.model == "" {
+		d.model = head.ModelPath
+	}
+	if d.vllmCommand == "" {
+		d.vllmCommand = head.VLLMCommand
+	}
+	if d.runtime == "" {
+		d.runtime = "spark_ray_cluster.lab.runtime"
+	}
+	rayAddress := "spark_ray_cluster.lab.head_address"
+	if d.rayAddress != "" {
+		rayAddress = fmt.Sprintf("%q", d.rayAddress)
+	}
+	args := `"--dtype", "float32", "--max-model-len", "256", "--enforce-eager"`
+	for _, a := range d.moreArgs {
+		args += fmt.Sprintf(", %q", a)
 	}
 	host := "null"
 	if d.hostIP != "" {
@@ -88,8 +111,8 @@ func (d deploy) config(l *lab.File) string {
 	return vars + fmt.Sprintf(`
 resource "spark_vllm_deployment" %q {
   head                 = { ssh_host = spark_ray_cluster.lab.head.ssh_host }
-  runtime              = spark_ray_cluster.lab.runtime
-  ray_address          = spark_ray_cluster.lab.head_address
+  runtime              = %s
+  ray_address          = %s
   model                = %q
   served_model_name    = "tiny"
   tensor_parallel_size = %d
@@ -98,11 +121,11 @@ resource "spark_vllm_deployment" %q {
   vllm_command         = %q
   %s
   env                  = { %s }
-  extra_args           = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager"]
+  extra_args           = [%s]
   timeouts             = { create = "5m", update = "5m" }
   %s
 }
-`, d.name, head.ModelPath, d.tp, d.port, host, head.VLLMCommand, d.keyLine, strings.Join(envLines, ", "), d.extra)
+`, d.name, d.runtime, rayAddress, d.model, d.tp, d.port, host, d.vllmCommand, d.keyLine, strings.Join(envLines, ", "), args, strings.Join(d.extra, "\n  "))
 }
 
 // keySetup puts a canary API key where the deployment reads it and returns
@@ -214,7 +237,7 @@ func TestAccVLLMDeployment_fieldReportLegacyExecutor(t *testing.T) {
 	t.Setenv("TF_LOG", "trace")
 	t.Setenv("TF_LOG_PATH", logFile)
 	keyLine := keySetup(t, l, head, canary)
-	cluster := clusterConfig(l, "", map[string]string{w.Name: ""})
+	cluster := rayCluster{workers: map[string]string{w.Name: ""}}.config(l)
 	mistake := deploy{hostIP: head.FabricIP, env: legacyExecutor, keyLine: keyLine}
 	fixed := deploy{hostIP: head.ExternalIP, env: legacyExecutor, keyLine: keyLine}
 	refused := func(verb string) *regexp.Regexp {
@@ -362,7 +385,7 @@ func TestAccVLLMDeployment_defaultExecutorWarnsAndServes(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "trace.log")
 	t.Setenv("TF_LOG", "trace")
 	t.Setenv("TF_LOG_PATH", logFile)
-	cluster := clusterConfig(l, "", map[string]string{w.Name: ""})
+	cluster := rayCluster{workers: map[string]string{w.Name: ""}}.config(l)
 	// Tensor parallel across both nodes: one Ray "GPU" each.
 	mismatch := deploy{hostIP: head.FabricIP, tp: 2}
 	resource.Test(t, resource.TestCase{
@@ -408,11 +431,10 @@ func TestAccVLLMDeployment_defaultExecutorWarnsAndServes(t *testing.T) {
 func TestAccVLLMDeployment_firstPlanChecks(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
-	cluster := clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""})
-	inContainer := strings.Replace(cluster, fmt.Sprintf("  runtime = { host = { ray_command = %q } }\n", head.RayCommand),
-		fmt.Sprintf("  runtime = { container = { image = %q, name = \"ray-node\", gpus = \"\", run_args = [\"-v\", \"/opt/ray:/opt/ray:ro\"] } }\n", l.NodeImage), 1)
-	onHost := strings.Replace(deploy{hostIP: head.FabricIP}.config(l), "runtime              = spark_ray_cluster.lab.runtime",
-		fmt.Sprintf("runtime              = { host = { ray_command = %q } }", head.RayCommand), 1)
+	cluster := rayCluster{headIP: head.FabricIP, workers: map[string]string{w.Name: ""}}.config(l)
+	inContainer := rayCluster{headIP: head.FabricIP, workers: map[string]string{w.Name: ""},
+		runtime: fmt.Sprintf(`{ container = { image = %q, name = "ray-node", gpus = "", run_args = ["-v", "/opt/ray:/opt/ray:ro"] } }`, l.NodeImage)}.config(l)
+	onHost := deploy{hostIP: head.FabricIP, runtime: fmt.Sprintf("{ host = { ray_command = %q } }", head.RayCommand)}.config(l)
 	r := newRefusals(t, l)
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
@@ -439,9 +461,8 @@ func TestAccVLLMDeployment_firstPlanChecks(t *testing.T) {
 func TestAccVLLMDeployment_containerRuntime(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
-	runtime := fmt.Sprintf(`runtime = { container = { image = %q, name = "ray-node", gpus = "", shm_size = "1g", ray_command = "/opt/ray/bin/ray", run_args = ["-v", "/opt/ray:/opt/ray:ro"] } }`, l.NodeImage)
-	cluster := strings.Replace(clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""}),
-		fmt.Sprintf("  runtime = { host = { ray_command = %q } }\n", head.RayCommand), "  "+runtime+"\n", 1)
+	runtime := fmt.Sprintf(`{ container = { image = %q, name = "ray-node", gpus = "", shm_size = "1g", ray_command = "/opt/ray/bin/ray", run_args = ["-v", "/opt/ray:/opt/ray:ro"] } }`, l.NodeImage)
+	cluster := rayCluster{headIP: head.FabricIP, workers: map[string]string{w.Name: ""}, runtime: runtime}.config(l)
 	noContainer := func(s *terraform.State) error {
 		for _, n := range l.Nodes {
 			out, err := lab.Exec(context.Background(), n, "docker", "ps", "-a", "-q", "--filter", "name=^ray-node$")
@@ -453,8 +474,7 @@ func TestAccVLLMDeployment_containerRuntime(t *testing.T) {
 	}
 	good := cluster + deploy{hostIP: head.FabricIP}.config(l)
 	// The same deployment told to run on the host, where no Ray runs (D11, live).
-	onHost := cluster + strings.Replace(deploy{hostIP: head.FabricIP}.config(l), "runtime              = spark_ray_cluster.lab.runtime",
-		fmt.Sprintf("runtime              = { host = { ray_command = %q } }", head.RayCommand), 1)
+	onHost := cluster + deploy{hostIP: head.FabricIP, runtime: fmt.Sprintf("{ host = { ray_command = %q } }", head.RayCommand)}.config(l)
 	r := newRefusals(t, l)
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
@@ -520,13 +540,13 @@ func TestAccVLLMDeployment_containerRuntime(t *testing.T) {
 func TestAccVLLMDeployment_updateAndReadinessFailure(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
-	cluster := clusterConfig(l, head.FabricIP, map[string]string{w.Name: ""})
+	cluster := rayCluster{headIP: head.FabricIP, workers: map[string]string{w.Name: ""}}.config(l)
 	base := deploy{hostIP: head.FabricIP}
 	changed := deploy{hostIP: head.FabricIP, env: map[string]string{"VLLM_LOGGING_LEVEL": "DEBUG"}}
 	// The lab's model has 512 positions: vLLM refuses a longer context at
 	// start-up, after the launch, which only the readiness gate can see.
 	tooLong := changed
-	tooLong.extra = `extra_args = ["--dtype", "float32", "--max-model-len", "4096", "--enforce-eager"]`
+	tooLong.extra = []string{`extra_args = ["--dtype", "float32", "--max-model-len", "4096", "--enforce-eager"]`}
 	identity := statecheck.CompareValue(compare.ValuesDiffer())
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
@@ -549,7 +569,10 @@ func TestAccVLLMDeployment_updateAndReadinessFailure(t *testing.T) {
 				},
 			},
 			{
-				// The server exits while loading: readiness never comes.
+				// The server exits while loading: readiness never comes. The one
+				// configuration still edited as text: as fields, its extra_args
+				// and update timeout would render elsewhere in the block, and
+				// only a lab run can show the test unchanged by that.
 				Config: cluster + strings.Replace(strings.Replace(tooLong.config(l),
 					`extra_args           = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager"]`, "", 1),
 					`timeouts             = { create = "5m", update = "5m" }`, `timeouts             = { create = "5m", update = "3m" }`, 1),
@@ -587,23 +610,18 @@ func TestAccVLLMDeployment_fieldReportOnAPinningRelease(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
 	second := l.SecondVLLM
-	onSecond := func(config string) string {
-		config = strings.ReplaceAll(config, fmt.Sprintf("%q", head.RayCommand), fmt.Sprintf("%q", second.RayCommand))
-		config = strings.ReplaceAll(config, fmt.Sprintf("%q", head.VLLMCommand), fmt.Sprintf("%q", second.VLLMCommand))
-		return strings.ReplaceAll(config, fmt.Sprintf("%q", head.ModelPath), fmt.Sprintf("%q", second.ModelPath))
-	}
-	cluster := onSecond(clusterConfig(l, "", map[string]string{w.Name: ""})) // Ray registers the external addresses
+	cluster := rayCluster{workers: map[string]string{w.Name: ""}, rayCommand: second.RayCommand}.config(l) // Ray registers the external addresses
 	r := newRefusals(t, l)
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
 		ProtoV6ProviderFactories: acctest.Factories,
 		CheckDestroy:             noVLLMLeft(l),
 		Steps: append(r.steps(resource.TestStep{
-			Config: cluster + onSecond(deploy{hostIP: head.FabricIP}.config(l)),
+			Config: cluster + deploy{hostIP: head.FabricIP, model: second.ModelPath, vllmCommand: second.VLLMCommand}.config(l),
 			ExpectError: regexp.MustCompile(`(?s)vLLM placement address does not match the address Ray registered.*node:` +
 				regexp.QuoteMeta(head.FabricIP) + `.*vLLM ` + regexp.QuoteMeta(second.VLLMVersion) + `\s+runs\s+RayDistributedExecutor`),
 		}), r.then(resource.TestStep{
-			Config: cluster + onSecond(deploy{hostIP: head.ExternalIP}.config(l)),
+			Config: cluster + deploy{hostIP: head.ExternalIP, model: second.ModelPath, vllmCommand: second.VLLMCommand}.config(l),
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				plancheck.ExpectKnownValue(deployAddr, tfjsonpath.New("vllm_version"), knownvalue.StringExact(second.VLLMVersion)),
 				plancheck.ExpectKnownValue(deployAddr, tfjsonpath.New("executor"), knownvalue.StringExact("RayDistributedExecutor")),

@@ -14,15 +14,6 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/lab"
 )
 
-// withArgs adds to the extra_args every lab deployment has.
-func withArgs(config string, args ...string) string {
-	const base = `extra_args           = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager"`
-	if !strings.Contains(config, base) {
-		panic("withArgs: the deployment's extra_args line changed")
-	}
-	return strings.Replace(config, base, base+`, "`+strings.Join(args, `", "`)+`"`, 1)
-}
-
 // TestAccVLLMDeployment_workerRulesRefusedAtPlan: tensor parallel 2 over the
 // lab's two nodes, the cluster and the deployment planned together, each
 // step breaking one thing on the worker the way the field breaks it, and
@@ -50,13 +41,10 @@ func withArgs(config string, args ...string) string {
 func TestAccVLLMDeployment_workerRulesRefusedAtPlan(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
-	cluster := clusterConfig(l, "", map[string]string{w.Name: ""}) // Ray registers the external addresses
-	onFabric := clusterConfig(l, head.FabricIP, map[string]string{w.Name: w.FabricIP})
+	cluster := rayCluster{workers: map[string]string{w.Name: ""}}.config(l) // Ray registers the external addresses
+	onFabric := rayCluster{headIP: head.FabricIP, workers: map[string]string{w.Name: w.FabricIP}}.config(l)
 	const copyDir = "/tmp/spark-acc-model"
-	handCopied := func() string {
-		return cluster + strings.Replace(deploy{tp: 2}.config(l), fmt.Sprintf("model                = %q", head.ModelPath),
-			fmt.Sprintf("model                = %q", copyDir), 1)
-	}
+	handCopied := cluster + deploy{tp: 2, model: copyDir}.config(l)
 	site := l.PythonVersion // only to name the package directory of Ray's Python
 	pkgs := fmt.Sprintf("/opt/ray/lib/python%s/site-packages", site[:strings.LastIndex(site, ".")])
 	// Interface names follow the order the lab attached the networks (and
@@ -72,9 +60,9 @@ func TestAccVLLMDeployment_workerRulesRefusedAtPlan(t *testing.T) {
 	// One path to each node's own environment, as boxes set up one by one
 	// have: the lab's first on the head, its second (vLLM 0.11.0) on the worker.
 	const envLink = "/opt/spark-acc-env"
-	ownEnvs := strings.Replace(cluster, fmt.Sprintf("ray_command = %q", head.RayCommand), fmt.Sprintf("ray_command = %q", envLink+"/bin/ray"), 1) +
-		strings.Replace(deploy{tp: 2}.config(l), fmt.Sprintf("vllm_command         = %q", head.VLLMCommand), fmt.Sprintf("vllm_command         = %q", envLink+"/bin/vllm"), 1)
-	noHeadGPU := strings.Replace(cluster, "num_gpus = 1", "num_gpus = 0", 1) // the head's is the first
+	ownEnvs := rayCluster{workers: map[string]string{w.Name: ""}, rayCommand: envLink + "/bin/ray"}.config(l) +
+		deploy{tp: 2, vllmCommand: envLink + "/bin/vllm"}.config(l)
+	noHeadGPU := rayCluster{workers: map[string]string{w.Name: ""}, noHeadGPU: true}.config(l)
 	t.Cleanup(func() {
 		for _, n := range l.Nodes {
 			_, _ = lab.Exec(context.Background(), n, "sh", "-c", "rm -rf "+copyDir+" "+envLink+"; for m in $(grep -o ' "+pkgs+"/vllm[^ ]*' /proc/mounts); do umount $m; done; "+
@@ -89,14 +77,14 @@ func TestAccVLLMDeployment_workerRulesRefusedAtPlan(t *testing.T) {
 		Steps: append(r.steps(
 			resource.TestStep{
 				PreConfig:   func() { acctest.OnNode(t, head, "copy the model by hand", "cp -r "+head.ModelPath+" "+copyDir) },
-				Config:      handCopied(),
+				Config:      handCopied,
 				ExpectError: regexp.MustCompile(`(?s)The model is missing on a node that will host a vLLM\s+worker.*` + copyDir + `\s+does\s+not\s+exist\s+on\s+` + w.Name),
 			},
 			resource.TestStep{
 				PreConfig: func() {
 					acctest.OnNode(t, w, "copy the model cut short", "cp -r "+head.ModelPath+" "+copyDir+" && truncate -s 100 "+copyDir+"/model.safetensors")
 				},
-				Config:      handCopied(),
+				Config:      handCopied,
 				ExpectError: regexp.MustCompile(`(?s)The model differs on a node.*on\s+` + w.Name + `.*model\.safetensors\s+has\s+100\s+bytes`),
 			},
 			resource.TestStep{
@@ -132,16 +120,15 @@ func TestAccVLLMDeployment_workerRulesRefusedAtPlan(t *testing.T) {
 				ExpectError: regexp.MustCompile(`(?s)No free GPU on the head for vLLM's legacy executor.*register\s+0\s+on\s+its\s+head`),
 			},
 			resource.TestStep{
-				Config: cluster + strings.Replace(deploy{}.config(l), "ray_address          = spark_ray_cluster.lab.head_address",
-					fmt.Sprintf("ray_address          = %q", head.ExternalIP+":6390"), 1),
+				Config:      cluster + deploy{rayAddress: head.ExternalIP + ":6390"}.config(l),
 				ExpectError: regexp.MustCompile(`(?s)No Ray answers at ray_address.*` + regexp.QuoteMeta(head.ExternalIP+":6390")),
 			},
 			resource.TestStep{
-				Config:      cluster + withArgs(deploy{hostIP: head.FabricIP}.config(l), "--data-parallel-size", "2", "--data-parallel-backend", "ray"),
+				Config:      cluster + deploy{hostIP: head.FabricIP, moreArgs: []string{"--data-parallel-size", "2", "--data-parallel-backend", "ray"}}.config(l),
 				ExpectError: regexp.MustCompile(`(?s)The data-parallel master address is not the address Ray registered.*node:` + regexp.QuoteMeta(head.FabricIP) + `.*The DP master node`),
 			},
 			resource.TestStep{
-				Config:      cluster + withArgs(deploy{tp: 2}.config(l), "-dp", "2", "-dpb", "ray"),
+				Config:      cluster + deploy{tp: 2, moreArgs: []string{"-dp", "2", "-dpb", "ray"}}.config(l),
 				ExpectError: regexp.MustCompile(`(?s)The parallel sizes exceed the cluster's GPUs.*data parallel 2 = 4`),
 			},
 		), r.done()),
