@@ -1,5 +1,27 @@
 // Package acctest is what acceptance tests share: the provider factories,
-// the CLI checks, and access to the lab (.lab/lab.json).
+// the CLI checks, access to the lab (.lab/lab.json), and the helpers that
+// look at and act on the lab's nodes.
+//
+// One helper per job. A test that needs one of these jobs calls its helper
+// here, never a copy of its own, so that how the job is done is fixed in
+// one place for every test:
+//
+//   - what runs on a node (Ray's daemons, vllm serve, a port held): Running
+//     and RunningAs for checks that return an error, RunningOrFail in a
+//     PreConfig, Snapshot for every node at once, PIDs to compare pids;
+//     the Looks name what to look for;
+//   - a shell script on a node that must succeed: OnNode, OnNodeAs;
+//   - a secret that must never reach the state: SecretInState.
+//
+// A job a second test needs gets its helper here, not a second copy.
+//
+// Configurations are written one way. Each resource or data source a test
+// configures has one builder: a small struct of options whose config method
+// renders its block, the lab's values standing in for the zero fields
+// (Provider here; rayCluster and deploy in internal/resources, nodeData in
+// internal/datasources). A variant sets fields; when none fits, the builder
+// gets a field: rendered HCL is not edited with strings.Replace. Blocks of
+// different resources are joined by concatenation.
 package acctest
 
 import (
