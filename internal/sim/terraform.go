@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/provider"
@@ -42,6 +43,7 @@ type Terraform struct {
 	schemas  *tfprotov6.GetProviderSchemaResponse
 	prov     *observed
 	warnings []string
+	all      []*tfprotov6.Diagnostic
 }
 
 // NewTerraform starts a provider instance and configures it as Terraform
@@ -91,22 +93,45 @@ func (t *Terraform) Pool() *transport.Pool { return t.prov.data.Pool }
 // Warnings are the warnings the provider reported so far.
 func (t *Terraform) Warnings() []string { return append([]string(nil), t.warnings...) }
 
+// Diagnostics are every diagnostic the provider reported so far, errors
+// and warnings, in order, as Terraform would print them.
+func (t *Terraform) Diagnostics() []*tfprotov6.Diagnostic {
+	return append([]*tfprotov6.Diagnostic(nil), t.all...)
+}
+
 // Close closes the provider's connections, as its process ending would.
 func (t *Terraform) Close() { t.Pool().Close() }
 
-// diags keeps warnings and turns errors into one error naming the step.
-func (t *Terraform) diags(step string, ds []*tfprotov6.Diagnostic) error {
+// StepError is a step the provider failed: every diagnostic of that step,
+// the errors and the warnings beside them, as Terraform would print them.
+type StepError struct {
+	Step        string
+	Diagnostics []*tfprotov6.Diagnostic
+}
+
+func (e *StepError) Error() string {
 	var errs []string
-	for _, d := range ds {
-		line := d.Summary + ": " + d.Detail
+	for _, d := range e.Diagnostics {
 		if d.Severity == tfprotov6.DiagnosticSeverityError {
-			errs = append(errs, line)
-		} else {
-			t.warnings = append(t.warnings, line)
+			errs = append(errs, d.Summary+": "+d.Detail)
 		}
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("%s: %s", step, strings.Join(errs, "\n"))
+	return fmt.Sprintf("%s: %s", e.Step, strings.Join(errs, "\n"))
+}
+
+// diags keeps warnings and turns errors into a *StepError naming the step.
+func (t *Terraform) diags(step string, ds []*tfprotov6.Diagnostic) error {
+	failed := false
+	t.all = append(t.all, ds...)
+	for _, d := range ds {
+		if d.Severity == tfprotov6.DiagnosticSeverityError {
+			failed = true
+		} else {
+			t.warnings = append(t.warnings, d.Summary+": "+d.Detail)
+		}
+	}
+	if failed {
+		return &StepError{Step: step, Diagnostics: ds}
 	}
 	return nil
 }
@@ -148,9 +173,11 @@ func rawState(v tftypes.Value) (*tfprotov6.RawState, error) {
 	return &tfprotov6.RawState{JSON: b}, err
 }
 
-// validate is ValidateResourceConfig, which every plan starts with.
+// validate is ValidateResourceConfig, which every plan starts with. The
+// client is a Terraform that takes write-only attributes (1.11+).
 func (t *Terraform) validate(ctx context.Context, name string, cfg *tfprotov6.DynamicValue) error {
-	v, err := t.srv.ValidateResourceConfig(ctx, &tfprotov6.ValidateResourceConfigRequest{TypeName: name, Config: cfg})
+	v, err := t.srv.ValidateResourceConfig(ctx, &tfprotov6.ValidateResourceConfigRequest{TypeName: name, Config: cfg,
+		ClientCapabilities: &tfprotov6.ValidateResourceConfigClientCapabilities{WriteOnlyAttributesAllowed: true}})
 	if err != nil {
 		return err
 	}
@@ -214,11 +241,23 @@ func (t *Terraform) planCreate(ctx context.Context, name string, config map[stri
 	return c, t.diags("plan "+name, c.plan.Diagnostics)
 }
 
-// Plan is what `terraform plan` concluded for one resource in state.
+// Plan is what `terraform plan` concluded for one resource.
 type Plan struct {
-	Refreshed       tftypes.Value // the state after the refresh (ReadResource)
-	Planned         tftypes.Value
+	Refreshed tftypes.Value // the state after the refresh (ReadResource); null on a create
+	Planned   tftypes.Value
+	// RequiresReplace are the paths the provider said force a replace and
+	// whose value the plan changes (Terraform ignores the others). A plan
+	// with any is a replace: Planned is then the create's plan, which
+	// Terraform asks for again with no prior state.
 	RequiresReplace []*tftypes.AttributePath
+	// RefreshDiagnostics are what the refresh reported, Diagnostics what
+	// the plan did (warnings: a plan with errors is an error).
+	RefreshDiagnostics []*tfprotov6.Diagnostic
+	Diagnostics        []*tfprotov6.Diagnostic
+
+	name    string
+	config  tftypes.Value
+	private []byte // the refreshed state's
 }
 
 // Changes lists what the plan would change, "" when nothing.
@@ -256,11 +295,37 @@ func (t *Terraform) Plan(ctx context.Context, name string, config map[string]any
 	if err := t.validate(ctx, name, cfg); err != nil {
 		return Plan{}, err
 	}
+	seen := len(t.all)
 	refreshed, private, err := t.refresh(ctx, name, typ, st)
-	if err != nil {
+	refreshDiags := slices.Clone(t.all[seen:])
+	var p Plan
+	switch {
+	case errors.Is(err, ErrGone):
+		// Gone from state: Terraform plans to create it.
+		p, err = t.PlanNew(ctx, name, config)
+	case err != nil:
+		return Plan{RefreshDiagnostics: refreshDiags}, err
+	default:
+		p, err = t.planFrom(ctx, name, schema, cfgVal, refreshed, private)
+	}
+	p.RefreshDiagnostics = refreshDiags
+	return p, err
+}
+
+// PlanNew is `terraform plan` of a resource not yet in state: validate,
+// then plan from nothing.
+func (t *Terraform) PlanNew(ctx context.Context, name string, config map[string]any) (Plan, error) {
+	c, err := t.planCreate(ctx, name, config)
+	if c.plan == nil {
 		return Plan{}, err
 	}
-	return t.planFrom(ctx, name, schema, cfgVal, refreshed, private)
+	p := Plan{name: name, Refreshed: tftypes.NewValue(c.typ, nil), Diagnostics: c.plan.Diagnostics}
+	p.config, _ = c.cfg.Unmarshal(c.typ)
+	if err != nil {
+		return p, err
+	}
+	p.Planned, err = c.plan.PlannedState.Unmarshal(c.typ)
+	return p, err
 }
 
 // refresh is UpgradeResourceState on the stored JSON, then ReadResource.
@@ -288,12 +353,18 @@ func (t *Terraform) refresh(ctx context.Context, name string, typ tftypes.Type, 
 		return nil, nil, fmt.Errorf("refresh %s: %w", name, err)
 	}
 	if v.IsNull() {
-		return nil, nil, fmt.Errorf("refresh %s: the provider found the resource gone", name)
+		return nil, nil, fmt.Errorf("refresh %s: %w", name, ErrGone)
 	}
 	return r.NewState, r.Private, nil
 }
 
-// planFrom is PlanResourceChange from the refreshed state.
+// ErrGone is a refresh that found the resource gone: Terraform drops it
+// from state and plans to create it.
+var ErrGone = errors.New("the provider found the resource gone")
+
+// planFrom is PlanResourceChange from the refreshed state; when the plan
+// requires a replace, Terraform plans the create again with no prior state
+// (and the first plan's private state), as its plan walk does.
 func (t *Terraform) planFrom(ctx context.Context, name string, schema *tfprotov6.Schema, cfgVal tftypes.Value,
 	refreshed *tfprotov6.DynamicValue, private []byte) (Plan, error) {
 	typ := schema.ValueType()
@@ -301,20 +372,216 @@ func (t *Terraform) planFrom(ctx context.Context, name string, schema *tfprotov6
 	if err != nil {
 		return Plan{}, err
 	}
+	out := Plan{name: name, Refreshed: prior, config: cfgVal, private: private}
 	proposedVal, err := proposedNew(schema.Block.Attributes, prior, cfgVal)
 	if err != nil {
-		return Plan{}, fmt.Errorf("proposed new state: %w", err)
+		return out, fmt.Errorf("proposed new state: %w", err)
 	}
 	cfg, _ := dynamic(typ, cfgVal)
 	proposed, _ := dynamic(typ, proposedVal)
 	p, err := t.srv.PlanResourceChange(ctx, &tfprotov6.PlanResourceChangeRequest{TypeName: name,
 		PriorState: refreshed, ProposedNewState: proposed, Config: cfg, PriorPrivate: private})
 	if err != nil {
-		return Plan{}, err
+		return out, err
 	}
+	out.Diagnostics = p.Diagnostics
 	if err := t.diags("plan "+name, p.Diagnostics); err != nil {
-		return Plan{}, err
+		return out, err
 	}
-	planned, err := p.PlannedState.Unmarshal(typ)
-	return Plan{Refreshed: prior, Planned: planned, RequiresReplace: p.RequiresReplace}, err
+	if out.Planned, err = p.PlannedState.Unmarshal(typ); err != nil {
+		return out, err
+	}
+	if out.RequiresReplace = changedPaths(p.RequiresReplace, prior, out.Planned); len(out.RequiresReplace) == 0 {
+		return out, nil
+	}
+	null, _ := dynamic(typ, tftypes.NewValue(typ, nil))
+	c, err := t.srv.PlanResourceChange(ctx, &tfprotov6.PlanResourceChangeRequest{TypeName: name,
+		PriorState: null, ProposedNewState: cfg, Config: cfg, PriorPrivate: p.PlannedPrivate})
+	if err != nil {
+		return out, err
+	}
+	out.Diagnostics = append(out.Diagnostics, c.Diagnostics...)
+	if err := t.diags("plan "+name+" (replacement)", c.Diagnostics); err != nil {
+		return out, err
+	}
+	out.Planned, err = c.PlannedState.Unmarshal(typ)
+	return out, err
+}
+
+// changedPaths keeps the paths whose value differs between prior and
+// planned, as Terraform does with a plan's RequiresReplace: a path that
+// leads nowhere on one side is null there, an unknown planned value
+// differs, a path that leads nowhere on both sides is dropped.
+func changedPaths(paths []*tftypes.AttributePath, prior, planned tftypes.Value) []*tftypes.AttributePath {
+	var out []*tftypes.AttributePath
+	for _, p := range paths {
+		a, aok := valueAt(prior, p)
+		b, bok := valueAt(planned, p)
+		switch {
+		case !aok && !bok:
+		case !aok:
+			if !b.IsNull() {
+				out = append(out, p)
+			}
+		case !bok:
+			if !a.IsNull() {
+				out = append(out, p)
+			}
+		case !b.IsFullyKnown() || !a.Equal(b):
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// valueAt is the value at path p in v, if p leads to one.
+func valueAt(v tftypes.Value, p *tftypes.AttributePath) (tftypes.Value, bool) {
+	got, _, err := tftypes.WalkAttributePath(v, p)
+	if err != nil {
+		return tftypes.Value{}, false
+	}
+	at, ok := got.(tftypes.Value)
+	return at, ok
+}
+
+// Apply is the apply walk of `terraform apply` that carries out p, made by
+// Plan in the plan walk's provider (another process): validate, then an
+// update in place, or, where p replaces, the destroy and then the create
+// (Terraform's default order). Each is planned again before it is applied,
+// as Terraform's apply walk does. It returns the state Terraform keeps.
+func (t *Terraform) Apply(ctx context.Context, p Plan) (State, error) {
+	typ, schema, err := t.resourceType(p.name)
+	if err != nil {
+		return State{}, err
+	}
+	cfg, _ := dynamic(typ, p.config)
+	if err := t.validate(ctx, p.name, cfg); err != nil {
+		return State{}, err
+	}
+	prior, _ := dynamic(typ, p.Refreshed)
+	if p.Refreshed.IsNull() {
+		return t.applyCreate(ctx, p.name, typ, cfg)
+	}
+	if len(p.RequiresReplace) > 0 {
+		if err := t.applyDestroy(ctx, p.name, typ, prior, p.private); err != nil {
+			return State{}, err
+		}
+		return t.applyCreate(ctx, p.name, typ, cfg)
+	}
+	proposedVal, err := proposedNew(schema.Block.Attributes, p.Refreshed, p.config)
+	if err != nil {
+		return State{}, fmt.Errorf("proposed new state: %w", err)
+	}
+	proposed, _ := dynamic(typ, proposedVal)
+	again, err := t.srv.PlanResourceChange(ctx, &tfprotov6.PlanResourceChangeRequest{TypeName: p.name,
+		PriorState: prior, ProposedNewState: proposed, Config: cfg, PriorPrivate: p.private})
+	if err != nil {
+		return State{}, err
+	}
+	if err := t.diags("plan "+p.name, again.Diagnostics); err != nil {
+		return State{}, err
+	}
+	a, err := t.srv.ApplyResourceChange(ctx, &tfprotov6.ApplyResourceChangeRequest{TypeName: p.name,
+		PriorState: prior, PlannedState: again.PlannedState, Config: cfg, PlannedPrivate: again.PlannedPrivate})
+	if err != nil {
+		return State{}, err
+	}
+	if err := t.diags("apply "+p.name, a.Diagnostics); err != nil {
+		return State{}, err
+	}
+	v, err := a.NewState.Unmarshal(typ)
+	return State{Value: v, Private: a.Private}, err
+}
+
+// applyCreate plans the create again from nothing and applies it.
+func (t *Terraform) applyCreate(ctx context.Context, name string, typ tftypes.Type, cfg *tfprotov6.DynamicValue) (State, error) {
+	null, _ := dynamic(typ, tftypes.NewValue(typ, nil))
+	c, err := t.srv.PlanResourceChange(ctx, &tfprotov6.PlanResourceChangeRequest{TypeName: name,
+		PriorState: null, ProposedNewState: cfg, Config: cfg})
+	if err != nil {
+		return State{}, err
+	}
+	if err := t.diags("plan "+name, c.Diagnostics); err != nil {
+		return State{}, err
+	}
+	a, err := t.srv.ApplyResourceChange(ctx, &tfprotov6.ApplyResourceChangeRequest{TypeName: name,
+		PriorState: null, PlannedState: c.PlannedState, Config: cfg, PlannedPrivate: c.PlannedPrivate})
+	if err != nil {
+		return State{}, err
+	}
+	if err := t.diags("apply "+name, a.Diagnostics); err != nil {
+		return State{}, err
+	}
+	v, err := a.NewState.Unmarshal(typ)
+	return State{Value: v, Private: a.Private}, err
+}
+
+// applyDestroy is ApplyResourceChange to nothing: the provider's Delete.
+func (t *Terraform) applyDestroy(ctx context.Context, name string, typ tftypes.Type, prior *tfprotov6.DynamicValue, private []byte) error {
+	null, _ := dynamic(typ, tftypes.NewValue(typ, nil))
+	a, err := t.srv.ApplyResourceChange(ctx, &tfprotov6.ApplyResourceChangeRequest{TypeName: name,
+		PriorState: prior, PlannedState: null, Config: null, PlannedPrivate: private})
+	if err != nil {
+		return err
+	}
+	return t.diags("destroy "+name, a.Diagnostics)
+}
+
+// Destroy is `terraform destroy` of a resource in state: the normal plan
+// Terraform runs first to refresh (whose errors block the destroy), the
+// destroy's plan, then the destroy. Terraform applies it with another
+// provider process; the destroy reads nothing the plan left, so one does.
+func (t *Terraform) Destroy(ctx context.Context, name string, config map[string]any, st State) error {
+	p, err := t.Plan(ctx, name, config, st)
+	if err != nil {
+		return err
+	}
+	typ, _, err := t.resourceType(name)
+	if err != nil {
+		return err
+	}
+	prior, _ := dynamic(typ, p.Refreshed)
+	null, _ := dynamic(typ, tftypes.NewValue(typ, nil))
+	d, err := t.srv.PlanResourceChange(ctx, &tfprotov6.PlanResourceChangeRequest{TypeName: name,
+		PriorState: prior, ProposedNewState: null, Config: null, PriorPrivate: p.private})
+	if err != nil {
+		return err
+	}
+	if err := t.diags("plan destroy "+name, d.Diagnostics); err != nil {
+		return err
+	}
+	return t.applyDestroy(ctx, name, typ, prior, p.private)
+}
+
+// Import is `terraform import <address> <id>`: ImportResourceState, then
+// the refresh of what it returned (ReadResource, with no configuration).
+// It returns the state Terraform keeps.
+func (t *Terraform) Import(ctx context.Context, name, id string) (State, error) {
+	typ, _, err := t.resourceType(name)
+	if err != nil {
+		return State{}, err
+	}
+	im, err := t.srv.ImportResourceState(ctx, &tfprotov6.ImportResourceStateRequest{TypeName: name, ID: id})
+	if err != nil {
+		return State{}, err
+	}
+	if err := t.diags("import "+name, im.Diagnostics); err != nil {
+		return State{}, err
+	}
+	if len(im.ImportedResources) != 1 {
+		return State{}, fmt.Errorf("import %s: the provider returned %d resources, want 1", name, len(im.ImportedResources))
+	}
+	got := im.ImportedResources[0]
+	r, err := t.srv.ReadResource(ctx, &tfprotov6.ReadResourceRequest{TypeName: name, CurrentState: got.State, Private: got.Private})
+	if err != nil {
+		return State{}, err
+	}
+	if err := t.diags("refresh "+name, r.Diagnostics); err != nil {
+		return State{}, err
+	}
+	v, err := r.NewState.Unmarshal(typ)
+	if err == nil && v.IsNull() {
+		err = fmt.Errorf("import %s: %w", name, ErrGone)
+	}
+	return State{Value: v, Private: r.Private}, err
 }
