@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
@@ -65,6 +66,8 @@ var routes = []route{
 	{"write Ray auth token", func(c call) bool { return c.has(".ray/auth_token") && c.has(`"$1" = keep`) }, runTokenWrite},
 	{"read Ray auth token", func(c call) bool { return c.has(`cat "$HOME/.ray/auth_token"`) }, runTokenRead},
 	{"remove Ray auth token", func(c call) bool { return c.script == raycluster.RemoveTokenScript }, runTokenRemove},
+	{"read hostname", func(c call) bool { return slices.Equal(c.argv, []string{"cat", "/proc/sys/kernel/hostname"}) }, runHostname},
+	{"read the running Ray cluster", func(c call) bool { return c.has("/ray/ray_current_cluster") }, runCurrentCluster},
 }
 
 // exitUnknown is the shell's "command not found": what an unknown command gets.
@@ -201,6 +204,29 @@ func runTokenRemove(m *Model, node int, _ call, _ stdio) uint32 {
 	defer m.mu.Unlock()
 	if m.rays[node] == nil {
 		m.tokens[node] = ""
+	}
+	return 0
+}
+
+func runHostname(m *Model, node int, _ call, s stdio) uint32 {
+	_, _ = io.WriteString(s.out, m.node(node).Hostname+"\n")
+	return 0
+}
+
+// runCurrentCluster is a read of <temp>/ray/ray_current_cluster, which
+// `ray start --head` writes and stopping Ray's processes leaves: its
+// address, or cat's failure when there is none (which the provider's
+// vLLM read turns into nothing, with "|| true").
+func runCurrentCluster(m *Model, node int, c call, s stdio) uint32 {
+	m.mu.Lock()
+	addr := m.current[node]
+	m.mu.Unlock()
+	switch {
+	case addr != "":
+		_, _ = io.WriteString(s.out, addr+"\n")
+	case c.has("|| true"):
+	default:
+		return fail(s, 1, fmt.Errorf("cat: /tmp/ray/ray_current_cluster: No such file or directory"))
 	}
 	return 0
 }

@@ -1,5 +1,7 @@
-// Package sim is a test double: simulated nodes, used only by the scale
-// bench, because the lab has 2 cores and cannot host 256 nodes.
+// Package sim is a test double: simulated nodes, used by the scale bench,
+// because the lab has 2 cores and cannot host 256 nodes, and by the
+// resources' unit tests (internal/resources, the TestSim* tests), which
+// drive a whole life of a resource without a lab.
 //
 // Each simulated node is an SSH server (a real handshake and public key
 // authentication, golang.org/x/crypto/ssh) that runs nothing: it answers
@@ -10,8 +12,19 @@
 // provider starts to send shows up in the bench instead of being answered
 // with something made up.
 //
+// A test can make the model less healthy, as an operator's mistake or a
+// fault would (vary.go): another Ray version on a node, a port held, a
+// node moved off the fabric, a raylet killed, a node rebooted, a Ray
+// started by hand. The nodes then answer as the real commands would print
+// it, in the formats internal/nodefacts and internal/ray parse.
+//
+// Terraform (terraform.go) plays Terraform to the provider in-process,
+// through its protocol 6 server: plan, apply (an update, or a replace as
+// destroy then create), destroy and import, in Terraform's order, with
+// every diagnostic kept for the test to read.
+//
 // The bench (bench_test.go) runs the nodes in a child process and drives
-// the provider in its own process through the provider protocol, as
-// Terraform does (terraform.go), so the CPU time and peak RSS it reports
-// are the provider's, not the simulated nodes'.
+// the provider in its own process through the provider protocol, so the
+// CPU time and peak RSS it reports are the provider's, not the simulated
+// nodes'.
 package sim

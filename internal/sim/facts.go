@@ -47,7 +47,7 @@ func arg(args []string, k int) string {
 // facts answers nodefacts.Script on node i: $3 a route to look up, $4 a
 // port whose listeners to list, $5 an ip:port to try a TCP connection to.
 func (m *Model) facts(i int, args []string) string {
-	n := m.nodes[i]
+	n := m.node(i)
 	var b strings.Builder
 	section := func(name, body string) { b.WriteString("@@" + name + "\n" + body + "\n") }
 	section("hostname", n.Hostname)
@@ -64,7 +64,7 @@ func (m *Model) facts(i int, args []string) string {
 		section("tcp", m.tcpProbe(addr))
 	}
 	section("python", PythonVersion)
-	section("ray", RayVersion)
+	section("ray", n.RayVersion)
 	for _, empty := range []string{"vllm", "vllm_executor", "vllm_env", "docker"} {
 		section(empty, "") // a Ray-only node: no vLLM, no Docker
 	}
@@ -82,15 +82,15 @@ func interfaces(n Node) []ipLink {
 }
 
 // routeOf is the kernel's answer for dst: local for the node's own address,
-// direct on the fabric, else through the gateway.
+// direct on the node's network, else through that network's gateway.
 func routeOf(n Node, dst string) ipRoute {
 	r := ipRoute{Dst: dst, Dev: fabricIf, PrefSrc: n.IP.String(), Flags: []string{}}
 	ip, _ := netip.ParseAddr(dst)
 	switch {
 	case ip == n.IP:
 		r.Type, r.Dev = "local", "lo"
-	case !fabric().Contains(ip):
-		r.Gateway = fabricGateway
+	case !network(n.IP).Contains(ip):
+		r.Gateway = gateway(n.IP)
 	}
 	return r
 }
@@ -105,15 +105,19 @@ func routeTo(n Node, dst string) string {
 }
 
 // listeners is `ss -Hltnp "sport = :port"`: the GCS server when this node
-// is a head whose GCS listens on port.
+// is a head whose GCS listens on port, or the program a test had hold it
+// (HoldPort).
 func (m *Model) listeners(i int, port string) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r := m.rays[i]
-	if r == nil || !r.head || strconv.Itoa(r.gcsPort) != port {
-		return ""
+	if r := m.rays[i]; r != nil && r.head && strconv.Itoa(r.gcsPort) == port {
+		return fmt.Sprintf(`LISTEN 0 4096 0.0.0.0:%s 0.0.0.0:* users:(("gcs_server",pid=%d,fd=8))`, port, 2000+i)
 	}
-	return fmt.Sprintf(`LISTEN 0 4096 0.0.0.0:%s 0.0.0.0:* users:(("gcs_server",pid=%d,fd=8))`, port, 2000+i)
+	p, err := strconv.Atoi(port)
+	if prog, ok := m.nodes[i].held[p]; ok && err == nil {
+		return fmt.Sprintf(`LISTEN 0 511 0.0.0.0:%s 0.0.0.0:* users:(("%s",pid=%d,fd=6))`, port, prog, 3000+i)
+	}
+	return ""
 }
 
 // tcpProbe is the script's TCP connection attempt: open where a GCS listens.

@@ -14,28 +14,33 @@ const (
 	PythonVersion = "3.11.2"
 )
 
-// The fabric every node is on: one /16, the default route through its
-// gateway, so a worker reaches the head directly (rule D5 is satisfied)
-// and Ray's own address detection picks the fabric address.
+// The fabric every node is on: one /16, 10.20.0.0/16, the default route
+// through its gateway (10.20.255.254), so a worker reaches the head
+// directly (rule D5 is satisfied) and Ray's own address detection picks
+// the fabric address.
 const (
-	fabricIf      = "enP7s7"
-	fabricPrefix  = 16
-	fabricGateway = "10.20.255.254"
-	gpusPerNode   = 1
-	cpusPerNode   = 20
+	fabricIf     = "enP7s7"
+	fabricPrefix = 16
+	gpusPerNode  = 1
+	cpusPerNode  = 20
 )
 
-// Node is what one simulated machine is: fixed for the run.
+// Node is what one simulated machine is: fixed for the run, unless a test
+// varies it (SetRayVersion, MoveNode, HoldPort).
 type Node struct {
-	Hostname string
-	IP       netip.Addr // its fabric address
-	GPUs     int
+	Hostname   string
+	IP         netip.Addr // its fabric address
+	GPUs       int
+	RayVersion string // "": Ray is not installed
+
+	held map[int]string // port -> the program of the SSH user's that listens there
 }
 
 // raylet is Ray running on a node: what `ray start` registered.
 type raylet struct {
 	id        string
 	head      bool
+	dead      bool   // head only: its raylet died, its GCS still answers
 	gcsAddr   string // the GCS it belongs to (the head's ip:port)
 	gcsPort   int    // head only: the port its GCS listens on
 	ip        string // registered address (NodeManagerAddress)
@@ -48,25 +53,40 @@ type raylet struct {
 // commands that change something (ray start, the stop script, the token
 // and the start marker) left on it. Nothing runs: a raylet is a record.
 type Model struct {
-	nodes []Node
-
 	mu      sync.Mutex
+	nodes   []Node              // what a test varies (SetRayVersion, MoveNode, HoldPort) changes it
 	rays    []*raylet           // by node index; nil: no Ray there
+	dead    []deadNode          // nodes whose raylet died, as their GCS keeps them
 	markers []map[string]string // by node index: GCS port -> start marker's holder line
 	tokens  []string            // by node index: ~/.ray/auth_token
 	locked  []bool              // by node index: the node lock is held
+	current []string            // by node index: <temp>/ray/ray_current_cluster ("" none)
+}
+
+// deadNode is a raylet that died: its GCS lists it, not alive.
+type deadNode struct {
+	gcsAddr string
+	row     tableRow
 }
 
 // NewModel is a cluster of n nodes with nothing running: node 0 is meant
 // to be the head, the others workers.
 func NewModel(n int) *Model {
 	m := &Model{nodes: make([]Node, n), rays: make([]*raylet, n), markers: make([]map[string]string, n),
-		tokens: make([]string, n), locked: make([]bool, n)}
+		tokens: make([]string, n), locked: make([]bool, n), current: make([]string, n)}
 	for i := range m.nodes {
-		m.nodes[i] = Node{Hostname: fmt.Sprintf("spark-%03d", i), IP: fabricAddr(i), GPUs: gpusPerNode}
+		m.nodes[i] = Node{Hostname: fmt.Sprintf("spark-%03d", i), IP: fabricAddr(i), GPUs: gpusPerNode,
+			RayVersion: RayVersion, held: map[int]string{}}
 		m.markers[i] = map[string]string{}
 	}
 	return m
+}
+
+// node is node i as it is now.
+func (m *Model) node(i int) Node {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.nodes[i]
 }
 
 // fabricAddr is node i's address: 10.20.0.1 onwards.
@@ -75,9 +95,15 @@ func fabricAddr(i int) netip.Addr {
 	return netip.AddrFrom4([4]byte{10, 20, byte(k >> 8), byte(k)})
 }
 
-// fabric is the network every node is on.
-func fabric() netip.Prefix {
-	return netip.PrefixFrom(fabricAddr(0), fabricPrefix).Masked()
+// network is the network the address ip is on: its /16.
+func network(ip netip.Addr) netip.Prefix {
+	return netip.PrefixFrom(ip, fabricPrefix).Masked()
+}
+
+// gateway is the router of the network ip is on: its x.y.255.254.
+func gateway(ip netip.Addr) string {
+	a := ip.As4()
+	return netip.AddrFrom4([4]byte{a[0], a[1], 255, 254}).String()
 }
 
 // newNodeID is a fresh Ray node ID: 28 random bytes in hex, as Ray's.
@@ -87,7 +113,8 @@ func newNodeID() string {
 	return hex.EncodeToString(b)
 }
 
-// headOf is the head raylet serving gcsAddr, if one runs; the caller holds mu.
+// headOf is the head raylet serving gcsAddr, if its GCS runs (its raylet
+// may have died); the caller holds mu.
 func (m *Model) headOf(gcsAddr string) *raylet {
 	for _, r := range m.rays {
 		if r != nil && r.head && r.gcsAddr == gcsAddr {

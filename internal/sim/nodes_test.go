@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -109,5 +110,76 @@ func TestAnswersComeOneRoundTripLate(t *testing.T) {
 	}
 	if got := f.Stats(); got.Handshakes != 1 || got.OpenConns != 1 || got.Commands["read node facts"].Count != 1 {
 		t.Errorf("stats: %+v", got)
+	}
+}
+
+// What a test varies on a node reads back, through the real parsers, as
+// the real commands would show it.
+func TestVariedAnswersParse(t *testing.T) {
+	m := NewModel(3)
+	if err := m.StartRay(0, "--head", "--port", "6379"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.start(1, []string{"--address", "10.20.0.1:6379"}); err != nil {
+		t.Fatal(err)
+	}
+	m.SetRayVersion(2, "2.0.0")
+	m.HoldPort(2, 8000, "python3")
+	m.MoveNode(2, netip.MustParseAddr("10.21.0.3"))
+	f, err := nodefacts.Parse(m.facts(2, []string{"ray", "", "10.20.0.1", "8000", ""}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.RayVersion != "2.0.0" || !slices.Equal(f.Listeners, []string{"python3"}) || f.RouteTo == nil ||
+		f.RouteTo.Gateway != "10.21.255.254" || f.RouteTo.Src != "10.21.0.3" || !f.HasAddress(netip.MustParseAddr("10.21.0.3")) {
+		t.Errorf("varied facts: %+v, route %+v", f, f.RouteTo)
+	}
+	m.SetRayVersion(2, "")
+	m.HoldPort(2, 8000, "")
+	if f, _ := nodefacts.Parse(m.facts(2, []string{"ray", "", "", "8000", ""})); f.RayVersion != "" || len(f.Listeners) != 0 {
+		t.Errorf("no Ray, port let go: %+v", f)
+	}
+
+	if err := m.KillRaylet(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.KillRaylet(0); err != nil {
+		t.Fatal(err)
+	}
+	tab, err := ray.ParseNodes(m.table("10.20.0.1:6379"))
+	if err != nil || !tab.GCSUp || len(tab.Nodes) != 2 {
+		t.Fatalf("table with dead nodes: %+v %v", tab, err)
+	}
+	for _, n := range tab.Nodes {
+		if n.Alive {
+			t.Errorf("node %s alive after its raylet was killed", n.IP)
+		}
+	}
+	m.Reboot(0)
+	if down, _ := ray.ParseNodes(m.table("10.20.0.1:6379")); down.GCSUp || !down.GCSGone() {
+		t.Errorf("a rebooted head's GCS answers: %+v", down)
+	}
+}
+
+// The GCS address Ray recorded on the head is what an import reads; a
+// node where no head started has none.
+func TestCurrentClusterIsTheHeadsGCS(t *testing.T) {
+	m := NewModel(2)
+	if err := m.StartRay(0, "--head", "--port", "6380"); err != nil {
+		t.Fatal(err)
+	}
+	read := func(node int, script string) (uint32, string, string) {
+		var out, errb strings.Builder
+		status, _ := m.answer(node, transport.Join("sh", "-c", script), stdio{in: strings.NewReader(""), out: &out, err: &errb})
+		return status, out.String(), errb.String()
+	}
+	if status, out, _ := read(0, `cat "${TMPDIR:-/tmp}/ray/ray_current_cluster"`); status != 0 || out != "10.20.0.1:6380\n" {
+		t.Errorf("on the head: %d %q", status, out)
+	}
+	if status, _, errs := read(1, `cat "${TMPDIR:-/tmp}/ray/ray_current_cluster"`); status != 1 || !strings.Contains(errs, "No such file") {
+		t.Errorf("where no head started: %d %q", status, errs)
+	}
+	if status, out, _ := read(1, `cat "${TMPDIR:-/tmp}/ray/ray_current_cluster" 2>/dev/null || true`); status != 0 || out != "" {
+		t.Errorf("where no head started, read as vLLM's check does: %d %q", status, out)
 	}
 }

@@ -30,12 +30,21 @@ func (m *Model) table(gcsAddr string) string {
 		return "@@nodes " + jsonString(map[string]any{"gcs": "down", "error": "[Errno 111] Connection refused"}) + "\n"
 	}
 	rows := []tableRow{}
+	version := RayVersion
 	for i, r := range m.rays {
 		if r != nil && r.gcsAddr == gcsAddr {
 			rows = append(rows, m.row(i, r))
+			if r.head {
+				version = m.nodes[i].RayVersion
+			}
 		}
 	}
-	return "@@nodes " + jsonString(map[string]any{"gcs": "up", "ray_version": RayVersion, "nodes": rows,
+	for _, d := range m.dead {
+		if d.gcsAddr == gcsAddr {
+			rows = append(rows, d.row)
+		}
+	}
+	return "@@nodes " + jsonString(map[string]any{"gcs": "up", "ray_version": version, "nodes": rows,
 		"placement_groups": []any{}}) + "\n"
 }
 
@@ -57,7 +66,7 @@ func (m *Model) row(i int, r *raylet) tableRow {
 	for k, v := range r.labels {
 		labels[k] = v
 	}
-	return tableRow{ID: r.id, Alive: true, IP: r.ip, Hostname: m.nodes[i].Hostname, IsHead: r.head, Resources: res, Labels: labels}
+	return tableRow{ID: r.id, Alive: !r.dead, IP: r.ip, Hostname: m.nodes[i].Hostname, IsHead: r.head, Resources: res, Labels: labels}
 }
 
 // startFlags are the `ray start` flags the provider sets (ray.StartCommand).
@@ -101,7 +110,8 @@ func (m *Model) start(i int, args []string) error {
 	if err != nil {
 		return err
 	}
-	r := &raylet{id: newNodeID(), head: f.head, ip: m.nodes[i].IP.String(), gpus: float64(m.nodes[i].GPUs)}
+	n := m.node(i)
+	r := &raylet{id: newNodeID(), head: f.head, ip: n.IP.String(), gpus: float64(n.GPUs)}
 	if f.nodeIP != "" {
 		r.ip = f.nodeIP
 	}
@@ -118,6 +128,7 @@ func (m *Model) start(i int, args []string) error {
 		if m.headOf(r.gcsAddr) != nil {
 			return fmt.Errorf("GCS port %d is already in use", f.port)
 		}
+		m.current[i] = r.gcsAddr // Ray records the cluster it started on the head
 	} else {
 		if m.headOf(f.address) == nil {
 			return fmt.Errorf("ConnectionError: could not reach the GCS at %s", f.address)
@@ -152,6 +163,9 @@ func (m *Model) stop(i int, args []string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if r := m.rays[i]; r != nil && r.gcsAddr == gcsAddr && (head || !r.head) {
+		if r.head {
+			m.forgetGCS(gcsAddr)
+		}
 		m.rays[i] = nil
 	}
 	return nil

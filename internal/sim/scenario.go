@@ -56,10 +56,21 @@ func KnownHosts(eps []Endpoint) ([]byte, error) {
 // ProviderConfig is the provider block: the SSH user and key, known_hosts,
 // strict host key checking; max_parallel left to its default.
 func ProviderConfig(key ClientKey, knownHostsFile string) map[string]any {
-	return map[string]any{"ssh": map[string]any{
-		"user": "sim", "private_key": string(key.PEM), "known_hosts_file": knownHostsFile,
-		"host_key_policy": "strict", "use_agent": false,
-	}}
+	return map[string]any{"ssh": sshConfig(key, knownHostsFile)}
+}
+
+func sshConfig(key ClientKey, knownHostsFile string) map[string]any {
+	return map[string]any{"user": "sim", "private_key": string(key.PEM), "known_hosts_file": knownHostsFile,
+		"host_key_policy": "strict", "use_agent": false}
+}
+
+// ProviderConfigOnPort is ProviderConfig with ssh.port set: for nodes that
+// all listen on that port (Options.OnePort), whose node objects then need
+// no ssh_port.
+func ProviderConfigOnPort(key ClientKey, knownHostsFile string, port int) map[string]any {
+	ssh := sshConfig(key, knownHostsFile)
+	ssh["port"] = port
+	return map[string]any{"ssh": ssh}
 }
 
 // ClusterConfig is a spark_ray_cluster on eps: the first the head, the

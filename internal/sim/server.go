@@ -28,6 +28,11 @@ type Options struct {
 	Exec time.Duration
 	// ClientKey is the one key the nodes let in, as an authorized_keys line.
 	ClientKey string
+	// OnePort has every node listen on the same port (each on its own
+	// address), as real nodes' sshd all do on 22: the provider's ssh.port
+	// then reaches every node, as after an import, whose state has no
+	// ssh_port. Otherwise each node gets a port of its own.
+	OnePort bool
 }
 
 // Endpoint is where the provider reaches one simulated node.
@@ -128,18 +133,37 @@ func Start(o Options) (*Fleet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client key: %w", err)
 	}
-	f := &Fleet{Model: NewModel(o.Nodes), counters: &counters{started: time.Now(), commands: map[string]Command{}}}
-	for i := range o.Nodes {
-		if err := f.listen(i, client, o); err != nil {
-			f.Close()
+	// With OnePort, the port the first node got may be taken on another
+	// address: a few tries with a new one.
+	for try := 1; ; try++ {
+		f := &Fleet{Model: NewModel(o.Nodes), counters: &counters{started: time.Now(), commands: map[string]Command{}}}
+		err := f.listenAll(client, o)
+		if err == nil {
+			return f, nil
+		}
+		f.Close()
+		if !o.OnePort || try == 5 {
 			return nil, err
 		}
 	}
-	return f, nil
 }
 
-// listen starts node i's server.
-func (f *Fleet) listen(i int, client ssh.PublicKey, o Options) error {
+// listenAll starts every node's server.
+func (f *Fleet) listenAll(client ssh.PublicKey, o Options) error {
+	port := "0"
+	for i := range o.Nodes {
+		if err := f.listen(i, client, o, port); err != nil {
+			return err
+		}
+		if o.OnePort {
+			port = strconv.Itoa(f.endpoints[0].Port)
+		}
+	}
+	return nil
+}
+
+// listen starts node i's server on port ("0": any).
+func (f *Fleet) listen(i int, client ssh.PublicKey, o Options, port string) error {
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return err
@@ -148,7 +172,7 @@ func (f *Fleet) listen(i int, client ssh.PublicKey, o Options) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(loopbackAddr(i).String(), "0"))
+	ln, err := net.Listen("tcp", net.JoinHostPort(loopbackAddr(i).String(), port))
 	if err != nil {
 		return fmt.Errorf("simulated node %d: %w", i, err)
 	}
