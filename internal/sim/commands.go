@@ -1,14 +1,19 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
+	"github.com/lab-infra/terraform-provider-spark/internal/transport"
+	"github.com/lab-infra/terraform-provider-spark/internal/vllm"
 )
 
 // call is one command the provider sent, read back into its parts: the
@@ -68,7 +73,22 @@ var routes = []route{
 	{"remove Ray auth token", func(c call) bool { return c.script == raycluster.RemoveTokenScript }, runTokenRemove},
 	{"read hostname", func(c call) bool { return slices.Equal(c.argv, []string{"cat", "/proc/sys/kernel/hostname"}) }, runHostname},
 	{"read the running Ray cluster", func(c call) bool { return c.has("/ray/ray_current_cluster") }, runCurrentCluster},
+	// A deployment's: vllm serve and its files, on the head.
+	{"check vLLM directory", func(c call) bool { return c.script == vllm.DirScript }, runVLLMDir},
+	{"hold the vLLM launch lock", func(c call) bool { return c.script == vllm.LaunchLockScript }, runLaunchLock},
+	{"upload a file", func(c call) bool { return c.script == uploadScript }, runUpload},
+	{"launch vllm serve", func(c call) bool { return c.script == vllm.LaunchScript }, runLaunch},
+	{"check vLLM process", func(c call) bool { return c.script == vllm.StatusScript }, runVLLMStatus},
+	{"stop vLLM", func(c call) bool { return c.script == vllm.StopScript }, runVLLMStop},
+	{"read the vLLM start marker", func(c call) bool { return c.script == vllm.UnfinishedScript }, runUnfinished},
+	{"remove the vLLM start marker", func(c call) bool { return c.script == vllm.SettledScript }, runSettled},
+	{"find vLLM", func(c call) bool { return c.script == vllm.FindScript }, runFind},
+	{"read vLLM log", func(c call) bool { return c.script == vllm.LogTailScript }, runLogTail},
+	{"read a file", func(c call) bool { return len(c.argv) == 2 && c.argv[0] == "cat" }, runCat},
 }
+
+// uploadScript is transport's: what Upload runs to write a file.
+var uploadScript = transport.UploadArgv("", 0)[2]
 
 // exitUnknown is the shell's "command not found": what an unknown command gets.
 const exitUnknown = 127
@@ -228,5 +248,140 @@ func runCurrentCluster(m *Model, node int, c call, s stdio) uint32 {
 	default:
 		return fail(s, 1, fmt.Errorf("cat: /tmp/ray/ray_current_cluster: No such file or directory"))
 	}
+	return 0
+}
+
+// exited is a command that failed as err says: its own status and stderr
+// for an exitError, else 1.
+func exited(s stdio, err error) uint32 {
+	var e exitError
+	if errors.As(err, &e) {
+		return fail(s, e.status, e)
+	}
+	return fail(s, 1, err)
+}
+
+// runVLLMDir is vllm.DirScript: $1 the private directory ("" the SSH
+// user's), $2 the port; it prints the deployment's directory.
+func runVLLMDir(_ *Model, _ int, c call, s stdio) uint32 {
+	p, err := strconv.Atoi(arg(c.args, 2))
+	if err != nil {
+		return fail(s, 1, fmt.Errorf("mkdir: invalid port %q", arg(c.args, 2)))
+	}
+	dir := deploymentDir(p)
+	if private := arg(c.args, 1); private != "" {
+		dir = path.Join(private, "vllm-"+arg(c.args, 2))
+	}
+	_, _ = io.WriteString(s.out, dir+"\n")
+	return 0
+}
+
+// runLaunchLock holds the launch lock of directory $1 until stdin closes;
+// a second holder is refused (exit 75), as LaunchLockScript's flock -n.
+func runLaunchLock(m *Model, node int, c call, s stdio) uint32 {
+	dir := arg(c.args, 1)
+	m.mu.Lock()
+	held := m.launchLocks[node][dir]
+	m.launchLocks[node][dir] = true
+	m.mu.Unlock()
+	if held {
+		return fail(s, 75, fmt.Errorf("another apply is launching vllm serve here (it holds %s/launch.lock)", dir))
+	}
+	_, _ = io.WriteString(s.out, "locked\n")
+	_, _ = io.Copy(io.Discard, s.in)
+	m.mu.Lock()
+	delete(m.launchLocks[node], dir)
+	m.mu.Unlock()
+	return 0
+}
+
+// runUpload writes stdin to $1.
+func runUpload(m *Model, node int, c call, s stdio) uint32 {
+	b, err := io.ReadAll(s.in)
+	if err != nil {
+		return fail(s, 1, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.files[node][arg(c.args, 1)] = string(b)
+	return 0
+}
+
+func runLaunch(m *Model, node int, c call, s stdio) uint32 {
+	id, err := m.launch(node, c.args)
+	if err != nil {
+		return exited(s, err)
+	}
+	_, _ = io.WriteString(s.out, id+"\n")
+	return 0
+}
+
+// runVLLMStatus is vllm.StatusScript: "alive" while the process with
+// identity $1 runs.
+func runVLLMStatus(m *Model, node int, c call, s stdio) uint32 {
+	m.mu.Lock()
+	alive := m.vllmByID(node, arg(c.args, 1)) != nil
+	m.mu.Unlock()
+	state := "gone"
+	if alive {
+		state = "alive"
+	}
+	_, _ = io.WriteString(s.out, state+"\n")
+	return 0
+}
+
+func runVLLMStop(m *Model, node int, c call, s stdio) uint32 {
+	if err := m.stopVLLM(node, c.args); err != nil {
+		return exited(s, err)
+	}
+	return 0
+}
+
+func runUnfinished(m *Model, node int, c call, s stdio) uint32 {
+	_, _ = io.WriteString(s.out, m.unfinished(node, arg(c.args, 1)))
+	return 0
+}
+
+// runSettled is vllm.SettledScript: the start marker of port $1 goes.
+func runSettled(m *Model, node int, c call, _ stdio) uint32 {
+	p, _ := strconv.Atoi(arg(c.args, 1))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.files[node], deploymentDir(p)+"/starting")
+	return 0
+}
+
+func runFind(m *Model, node int, c call, s stdio) uint32 {
+	out, err := m.find(node, arg(c.args, 1))
+	if err != nil {
+		return exited(s, err)
+	}
+	_, _ = io.WriteString(s.out, out)
+	return 0
+}
+
+// runLogTail is vllm.LogTailScript: the last $2 lines of $1/server.log.
+func runLogTail(m *Model, node int, c call, s stdio) uint32 {
+	n, _ := strconv.Atoi(arg(c.args, 2))
+	m.mu.Lock()
+	log := m.files[node][arg(c.args, 1)+"/server.log"]
+	m.mu.Unlock()
+	lines := strings.SplitAfter(log, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	_, _ = io.WriteString(s.out, strings.Join(lines, ""))
+	return 0
+}
+
+// runCat is `cat FILE` of a file the provider wrote, or a test put there.
+func runCat(m *Model, node int, c call, s stdio) uint32 {
+	m.mu.Lock()
+	content, ok := m.files[node][c.argv[1]]
+	m.mu.Unlock()
+	if !ok {
+		return fail(s, 1, fmt.Errorf("cat: %s: No such file or directory", c.argv[1]))
+	}
+	_, _ = io.WriteString(s.out, content)
 	return 0
 }

@@ -6,8 +6,13 @@
 // Each simulated node is an SSH server (a real handshake and public key
 // authentication, golang.org/x/crypto/ssh) that runs nothing: it answers
 // the commands the provider sends from a model of a healthy Ray cluster
-// (addresses, GPUs, Ray 2.52.1 on Python 3.11.2, who runs Ray where), with
-// an artificial delay on every round trip. A command the model does not
+// (addresses, GPUs, Ray 2.52.1 and vLLM 0.32.0 on Python 3.11.2, who runs
+// Ray where), with an artificial delay on every round trip. The model
+// knows the host runtime only (no Docker). A deployment's vllm serve is a
+// record too (vllm.go): its pid and start marker files, its command line
+// and environment as /proc shows them, its placement group in Ray's node
+// table, and its HTTP answers (/health, /v1/models, a completion) through
+// the SSH tunnel the provider opens to its port (a direct-tcpip channel). A command the model does not
 // know fails loudly (exit 127, counted in Stats), so a new read the
 // provider starts to send shows up in the bench instead of being answered
 // with something made up.

@@ -45,7 +45,8 @@ func arg(args []string, k int) string {
 }
 
 // facts answers nodefacts.Script on node i: $3 a route to look up, $4 a
-// port whose listeners to list, $5 an ip:port to try a TCP connection to.
+// port whose listeners to list, $5 an ip:port to try a TCP connection to
+// ($6, the vllm command, is not run: vLLM is in Ray's Python).
 func (m *Model) facts(i int, args []string) string {
 	n := m.node(i)
 	var b strings.Builder
@@ -65,9 +66,14 @@ func (m *Model) facts(i int, args []string) string {
 	}
 	section("python", PythonVersion)
 	section("ray", n.RayVersion)
-	for _, empty := range []string{"vllm", "vllm_executor", "vllm_env", "docker"} {
-		section(empty, "") // a Ray-only node: no vLLM, no Docker
+	section("vllm", n.VLLMVersion)
+	executor := ""
+	if n.VLLMVersion != "" {
+		executor = vllmExecutorSource
 	}
+	section("vllm_executor", executor)
+	section("vllm_env", "") // no VLLM_* variable in the SSH session's environment
+	section("docker", "")   // the host runtime: no Docker
 	b.WriteString("@@end\n")
 	return b.String()
 }
@@ -105,8 +111,8 @@ func routeTo(n Node, dst string) string {
 }
 
 // listeners is `ss -Hltnp "sport = :port"`: the GCS server when this node
-// is a head whose GCS listens on port, or the program a test had hold it
-// (HoldPort).
+// is a head whose GCS listens on port, a vllm serve, or the program a test
+// had hold it (HoldPort).
 func (m *Model) listeners(i int, port string) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -114,6 +120,9 @@ func (m *Model) listeners(i int, port string) string {
 		return fmt.Sprintf(`LISTEN 0 4096 0.0.0.0:%s 0.0.0.0:* users:(("gcs_server",pid=%d,fd=8))`, port, 2000+i)
 	}
 	p, err := strconv.Atoi(port)
+	if v := m.vllmAt(i, p); v != nil && err == nil {
+		return m.vllmListener(i, v)
+	}
 	if prog, ok := m.nodes[i].held[p]; ok && err == nil {
 		return fmt.Sprintf(`LISTEN 0 511 0.0.0.0:%s 0.0.0.0:* users:(("%s",pid=%d,fd=6))`, port, prog, 3000+i)
 	}

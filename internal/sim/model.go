@@ -26,12 +26,14 @@ const (
 )
 
 // Node is what one simulated machine is: fixed for the run, unless a test
-// varies it (SetRayVersion, MoveNode, HoldPort).
+// varies it (vary.go).
 type Node struct {
 	Hostname   string
 	IP         netip.Addr // its fabric address
 	GPUs       int
 	RayVersion string // "": Ray is not installed
+	// VLLMVersion is vLLM's in Ray's Python ("": not installed).
+	VLLMVersion string
 
 	held map[int]string // port -> the program of the SSH user's that listens there
 }
@@ -61,6 +63,11 @@ type Model struct {
 	tokens  []string            // by node index: ~/.ray/auth_token
 	locked  []bool              // by node index: the node lock is held
 	current []string            // by node index: <temp>/ray/ray_current_cluster ("" none)
+
+	vllms       [][]*vllmServer     // by node index: the vllm serve running there
+	files       []map[string]string // by node index: path -> content, of the files the provider writes and reads
+	launchLocks []map[string]bool   // by node index: deployment directory -> its launch lock is held
+	nextPID     int
 }
 
 // deadNode is a raylet that died: its GCS lists it, not alive.
@@ -73,11 +80,14 @@ type deadNode struct {
 // to be the head, the others workers.
 func NewModel(n int) *Model {
 	m := &Model{nodes: make([]Node, n), rays: make([]*raylet, n), markers: make([]map[string]string, n),
-		tokens: make([]string, n), locked: make([]bool, n), current: make([]string, n)}
+		tokens: make([]string, n), locked: make([]bool, n), current: make([]string, n),
+		vllms: make([][]*vllmServer, n), files: make([]map[string]string, n), launchLocks: make([]map[string]bool, n), nextPID: 4100}
 	for i := range m.nodes {
 		m.nodes[i] = Node{Hostname: fmt.Sprintf("spark-%03d", i), IP: fabricAddr(i), GPUs: gpusPerNode,
-			RayVersion: RayVersion, held: map[int]string{}}
+			RayVersion: RayVersion, VLLMVersion: VLLMVersion, held: map[int]string{}}
 		m.markers[i] = map[string]string{}
+		m.files[i] = map[string]string{}
+		m.launchLocks[i] = map[string]bool{}
 	}
 	return m
 }

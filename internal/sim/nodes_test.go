@@ -12,6 +12,7 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
+	"github.com/lab-infra/terraform-provider-spark/internal/vllm"
 )
 
 func TestSplitWordsUndoesJoin(t *testing.T) {
@@ -181,5 +182,76 @@ func TestCurrentClusterIsTheHeadsGCS(t *testing.T) {
 	}
 	if status, out, _ := read(1, `cat "${TMPDIR:-/tmp}/ray/ray_current_cluster" 2>/dev/null || true`); status != 0 || out != "" {
 		t.Errorf("where no head started, read as vLLM's check does: %d %q", status, out)
+	}
+}
+
+// A vllm serve launched with the provider's own scripts reads back through
+// the provider's parsers: its identity, command line and environment
+// (import), its listener, its start marker until settled, the placement
+// group it holds in the node table; stopped, it is gone.
+func TestVLLMAnswersParse(t *testing.T) {
+	m := NewModel(2)
+	if err := m.StartRay(0, "--head", "--port", "6379"); err != nil {
+		t.Fatal(err)
+	}
+	run := func(script string, stdin string, args ...string) (uint32, string, string) {
+		t.Helper()
+		var out, errb strings.Builder
+		status, route := m.answer(0, transport.Join(transport.Script(script, args...)...), stdio{in: strings.NewReader(stdin), out: &out, err: &errb})
+		if route == "" {
+			t.Fatalf("unknown command: %s", errb.String())
+		}
+		return status, out.String(), errb.String()
+	}
+	_, dir, _ := run(vllm.DirScript, "", "", "8000")
+	dir = strings.TrimSpace(dir)
+	env, _ := transport.EnvFile(map[string]string{"RAY_ADDRESS": "10.20.0.1:6379", "VLLM_API_KEY": "it's"})
+	if status, _, errs := run(transport.UploadArgv("", 0)[2], string(env), dir+"/env", "0600"); status != 0 {
+		t.Fatal(errs)
+	}
+	argv := vllm.ServeArgv(vllm.ServeOptions{Model: "tiny-llama", ServedName: "tiny", TP: 2, PP: 1, Port: 8000})
+	status, id, errs := run(vllm.LaunchScript, "", append([]string{dir, "", "sim@test"}, argv...)...)
+	id = strings.TrimSpace(id)
+	if status != 0 || !strings.Contains(id, ":") {
+		t.Fatalf("launch: %d %q %s", status, id, errs)
+	}
+	if status, _, errs := run(vllm.LaunchScript, "", append([]string{dir, "", "sim@test"}, argv...)...); status != 3 || !strings.Contains(errs, "already running") {
+		t.Errorf("a second launch: %d %s", status, errs)
+	}
+
+	_, found, _ := run(vllm.FindScript, "", "8000")
+	r, err := vllm.ParseFind(found)
+	if err != nil || r.Identity != id || r.RayAddress != "10.20.0.1:6379" || r.Options.Command != "/opt/ray/bin/vllm" ||
+		r.Options.ServedName != "tiny" || r.Options.TP != 2 || r.Options.Model != "tiny-llama" {
+		t.Errorf("find: %+v %v", r, err)
+	}
+	if _, _, env, _ := m.VLLM(0, 8000); env["VLLM_API_KEY"] != "it's" {
+		t.Errorf("the server's environment: %v", env)
+	}
+	if f, _ := nodefacts.Parse(m.facts(0, []string{"ray", "", "", "8000", ""})); !slices.Equal(f.Listeners, []string{"vllm"}) {
+		t.Errorf("port 8000 is held by %q, want vllm", f.Listeners)
+	}
+	if _, out, _ := run(vllm.UnfinishedScript, "", "8000", ""); out != id+"\nsim@test\n" {
+		t.Errorf("unfinished before settled: %q", out)
+	}
+	run(vllm.SettledScript, "", "8000", "")
+	if _, out, _ := run(vllm.UnfinishedScript, "", "8000", ""); out != "" {
+		t.Errorf("unfinished after settled: %q", out)
+	}
+	tab, _ := ray.ParseNodes(m.table("10.20.0.1:6379"))
+	if len(tab.PlacementGroups) != 1 || tab.PlacementGroups[0].GPUs != 2 || tab.PlacementGroups[0].State != "CREATED" {
+		t.Errorf("placement groups: %+v", tab.PlacementGroups)
+	}
+	if _, out, _ := run(vllm.StatusScript, "", id); out != "alive\n" {
+		t.Errorf("status: %q", out)
+	}
+	if status, _, errs := run(vllm.StopScript, "", id, "8000", "10", ""); status != 0 {
+		t.Fatalf("stop: %s", errs)
+	}
+	if _, out, _ := run(vllm.StatusScript, "", id); out != "gone\n" {
+		t.Errorf("status after the stop: %q", out)
+	}
+	if status, _, errs := run(vllm.FindScript, "", "8000"); status != 4 || !strings.Contains(errs, "nothing listens on port 8000") {
+		t.Errorf("find after the stop: %d %s", status, errs)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 )
 
 // tableRow is one node of ray.NodesScript's output, as ray.ParseNodes reads it.
@@ -45,7 +46,47 @@ func (m *Model) table(gcsAddr string) string {
 		}
 	}
 	return "@@nodes " + jsonString(map[string]any{"gcs": "up", "ray_version": version, "nodes": rows,
-		"placement_groups": []any{}}) + "\n"
+		"placement_groups": m.placementGroups(gcsAddr, rows)}) + "\n"
+}
+
+// placementGroup is one row of NodesScript's placement groups.
+type placementGroup struct {
+	ID     string             `json:"id"`
+	State  string             `json:"state"`
+	GPUs   float64            `json:"gpus"`
+	GPUsOn map[string]float64 `json:"gpus_on"`
+	Holder string             `json:"holder"`
+}
+
+// placementGroups are what the vllm serves that joined the cluster at
+// gcsAddr hold: one group each, of one GPU bundle per rank, packed onto
+// the alive nodes in the table's order (the head first), as Ray's PACK
+// strategy places them; the caller holds mu.
+func (m *Model) placementGroups(gcsAddr string, rows []tableRow) []placementGroup {
+	free := map[string]float64{}
+	for _, r := range rows {
+		if r.Alive {
+			free[r.ID] = r.Resources["GPU"]
+		}
+	}
+	pgs := []placementGroup{}
+	for i := range m.vllms {
+		for _, v := range m.vllms[i] {
+			if v.env["RAY_ADDRESS"] != gcsAddr {
+				continue
+			}
+			pg := placementGroup{ID: v.pgID, State: "CREATED", GPUs: float64(v.gpus), GPUsOn: map[string]float64{},
+				Holder: fmt.Sprintf("%s (pid %d), driver pid %d on %s", strings.Join(v.cmdline, " "), v.pid, v.pid+1, m.nodes[i].IP)}
+			left := float64(v.gpus)
+			for _, r := range rows {
+				if take := min(left, free[r.ID]); take > 0 {
+					pg.GPUsOn[r.ID], free[r.ID], left = take, free[r.ID]-take, left-take
+				}
+			}
+			pgs = append(pgs, pg)
+		}
+	}
+	return pgs
 }
 
 // row is what Ray registers for raylet r on node i: its own resources

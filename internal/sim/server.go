@@ -260,12 +260,43 @@ func (n *nodeServer) handle(c net.Conn) {
 	defer func() { _ = sc.Close() }()
 	go refuseGlobal(reqs)
 	for nc := range chans {
-		if nc.ChannelType() != "session" {
-			_ = nc.Reject(ssh.UnknownChannelType, "the simulated node opens sessions only")
-			continue
+		switch nc.ChannelType() {
+		case "session":
+			go n.session(nc)
+		case "direct-tcpip":
+			go n.tunnel(nc)
+		default:
+			_ = nc.Reject(ssh.UnknownChannelType, "the simulated node opens sessions and tunnels only")
 		}
-		go n.session(nc)
 	}
+}
+
+// tunnel answers a direct-tcpip channel (the provider's DialContext, to
+// reach vLLM's port from the node itself) as sshd does: connected to what
+// listens at the address on the node, refused when nothing does.
+func (n *nodeServer) tunnel(nc ssh.NewChannel) {
+	var to struct {
+		Host     string
+		Port     uint32
+		FromHost string
+		FromPort uint32
+	}
+	if err := ssh.Unmarshal(nc.ExtraData(), &to); err != nil {
+		_ = nc.Reject(ssh.ConnectionFailed, "bad direct-tcpip request")
+		return
+	}
+	m := n.fleet.Model
+	v := m.dialVLLM(n.index, to.Host, int(to.Port))
+	if v == nil {
+		_ = nc.Reject(ssh.ConnectionFailed, "Connection refused")
+		return
+	}
+	ch, reqs, err := nc.Accept()
+	if err != nil {
+		return
+	}
+	go ssh.DiscardRequests(reqs)
+	m.serveHTTP(v, ch)
 }
 
 // refuseGlobal answers global requests (keepalives) as sshd does: no.

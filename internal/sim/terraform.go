@@ -251,7 +251,8 @@ type Plan struct {
 	// Terraform asks for again with no prior state.
 	RequiresReplace []*tftypes.AttributePath
 	// RefreshDiagnostics are what the refresh reported, Diagnostics what
-	// the plan did (warnings: a plan with errors is an error).
+	// the validation and the plan did (warnings: a plan with errors is an
+	// error).
 	RefreshDiagnostics []*tfprotov6.Diagnostic
 	Diagnostics        []*tfprotov6.Diagnostic
 
@@ -292,10 +293,12 @@ func (t *Terraform) Plan(ctx context.Context, name string, config map[string]any
 		return Plan{}, fmt.Errorf("%s config: %w", name, err)
 	}
 	cfg, _ := dynamic(typ, cfgVal)
+	seen := len(t.all)
 	if err := t.validate(ctx, name, cfg); err != nil {
 		return Plan{}, err
 	}
-	seen := len(t.all)
+	validated := slices.Clone(t.all[seen:])
+	seen = len(t.all)
 	refreshed, private, err := t.refresh(ctx, name, typ, st)
 	refreshDiags := slices.Clone(t.all[seen:])
 	var p Plan
@@ -303,23 +306,26 @@ func (t *Terraform) Plan(ctx context.Context, name string, config map[string]any
 	case errors.Is(err, ErrGone):
 		// Gone from state: Terraform plans to create it.
 		p, err = t.PlanNew(ctx, name, config)
+		validated = nil // PlanNew validated again
 	case err != nil:
 		return Plan{RefreshDiagnostics: refreshDiags}, err
 	default:
 		p, err = t.planFrom(ctx, name, schema, cfgVal, refreshed, private)
 	}
 	p.RefreshDiagnostics = refreshDiags
+	p.Diagnostics = append(validated, p.Diagnostics...)
 	return p, err
 }
 
 // PlanNew is `terraform plan` of a resource not yet in state: validate,
 // then plan from nothing.
 func (t *Terraform) PlanNew(ctx context.Context, name string, config map[string]any) (Plan, error) {
+	seen := len(t.all)
 	c, err := t.planCreate(ctx, name, config)
 	if c.plan == nil {
 		return Plan{}, err
 	}
-	p := Plan{name: name, Refreshed: tftypes.NewValue(c.typ, nil), Diagnostics: c.plan.Diagnostics}
+	p := Plan{name: name, Refreshed: tftypes.NewValue(c.typ, nil), Diagnostics: slices.Clone(t.all[seen:])}
 	p.config, _ = c.cfg.Unmarshal(c.typ)
 	if err != nil {
 		return p, err

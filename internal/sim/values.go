@@ -10,10 +10,14 @@ import (
 
 // valueOf builds a value of type typ from plain Go values, as a
 // configuration written in HCL would be: maps for objects and maps, slices
-// for lists, int or float64 for numbers; what an object leaves out is null.
+// for lists, int or float64 for numbers; what an object leaves out is null;
+// a tftypes.Value is taken as it is (Unknown makes an unknown one).
 func valueOf(typ tftypes.Type, v any) (tftypes.Value, error) {
-	if v == nil {
+	switch x := v.(type) {
+	case nil:
 		return tftypes.NewValue(typ, nil), nil
+	case tftypes.Value: // as it is: an unknown value, a reference to what is not created yet
+		return x, nil
 	}
 	switch typ := typ.(type) {
 	case tftypes.Object:
@@ -30,6 +34,20 @@ func valueOf(typ tftypes.Type, v any) (tftypes.Value, error) {
 				return tftypes.Value{}, fmt.Errorf("[%q]: %w", k, err)
 			}
 			out[k] = ev
+		}
+		return tftypes.NewValue(typ, out), nil
+	case tftypes.List:
+		l, ok := v.([]any)
+		if !ok {
+			return tftypes.Value{}, fmt.Errorf("want a list for %s, got %T", typ, v)
+		}
+		out := make([]tftypes.Value, len(l))
+		for i, e := range l {
+			ev, err := valueOf(typ.ElementType, e)
+			if err != nil {
+				return tftypes.Value{}, fmt.Errorf("[%d]: %w", i, err)
+			}
+			out[i] = ev
 		}
 		return tftypes.NewValue(typ, out), nil
 	}
@@ -197,3 +215,7 @@ func proposedMap(attrs []*tfprotov6.SchemaAttribute, prior, config tftypes.Value
 	}
 	return tftypes.NewValue(config.Type(), out), nil
 }
+
+// Unknown is a value not known until apply, as a reference to an attribute
+// of a resource the same apply creates: put it in a configuration.
+func Unknown(typ tftypes.Type) tftypes.Value { return tftypes.NewValue(typ, tftypes.UnknownValue) }

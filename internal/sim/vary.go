@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 )
 
@@ -96,4 +97,56 @@ func (m *Model) forgetGCS(gcsAddr string) {
 		}
 	}
 	m.dead = kept
+}
+
+// SetVLLMVersion installs vLLM version v in Ray's Python on node i ("":
+// none): the facts script's vllm section prints it.
+func (m *Model) SetVLLMVersion(i int, v string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.nodes[i].VLLMVersion = v
+}
+
+// WriteFile puts a file on node i, as an operator would (an api_key_file).
+func (m *Model) WriteFile(i int, path, content string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.files[i][path] = content
+}
+
+// VLLM is what a vllm serve on port of node i is: its identity, the name
+// it serves, and its environment; ok false when none listens there.
+func (m *Model) VLLM(i, port int) (identity, served string, env map[string]string, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v := m.vllmAt(i, port)
+	if v == nil {
+		return "", "", nil, false
+	}
+	return v.identity(), v.served, maps.Clone(v.env), true
+}
+
+// KillVLLM kills the vllm serve on port of node i: its files stay.
+func (m *Model) KillVLLM(i, port int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v := m.vllmAt(i, port)
+	if v == nil {
+		return fmt.Errorf("no vllm serve on port %d of node %d", port, i)
+	}
+	m.removeVLLM(i, v)
+	return nil
+}
+
+// SetVLLMHealth has the vllm serve on port of node i answer /health with
+// status code.
+func (m *Model) SetVLLMHealth(i, port, code int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v := m.vllmAt(i, port)
+	if v == nil {
+		return fmt.Errorf("no vllm serve on port %d of node %d", port, i)
+	}
+	v.health = code
+	return nil
 }
