@@ -1,0 +1,282 @@
+package resources_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/sim"
+)
+
+const deploymentType = "spark_vllm_deployment"
+
+// simDeploy is a spark_vllm_deployment on the simulated nodes' head (node
+// 0), joining the cluster there: the builder of its configuration in these
+// tests (as deploy is on the lab). vllm_command is given, as on the lab.
+type simDeploy struct {
+	rayAddress any            // ray_address; nil: the cluster's on node 0, GCS port 6379
+	extra      map[string]any // more attributes
+}
+
+const vllmCommand = "/opt/ray/bin/vllm"
+
+func (d simDeploy) config(l *simLab) map[string]any {
+	addr := d.rayAddress
+	if addr == nil {
+		addr = fabricIP(0) + ":6379"
+	}
+	cfg := map[string]any{"head": map[string]any{"ssh_host": l.host(0)}, "ray_address": addr, "model": "tiny-llama",
+		"vllm_command": vllmCommand}
+	for k, v := range d.extra {
+		cfg[k] = v
+	}
+	return cfg
+}
+
+// withCluster is two simulated nodes that run a spark_ray_cluster (head
+// on node 0, worker w1 on node 1, a GPU each), created by an earlier apply.
+func withCluster(t *testing.T) *simLab {
+	t.Helper()
+	l := newSimLab(t, 2)
+	l.converge(clusterType, simCluster{workers: map[string]int{"w1": 1}}.config(l), sim.State{})
+	return l
+}
+
+// A deployment's life on the cluster's head: the plan concludes where vLLM
+// places its workers before anything starts; create waits until the server
+// answers a completion (through the SSH tunnel, with the write-only key);
+// a change of what it serves restarts it; a server found unhealthy or dead
+// is named by the refresh and restarted; destroy stops it.
+func TestSimVLLMDeployment_lifecycle(t *testing.T) {
+	l := withCluster(t)
+	d := simDeploy{extra: map[string]any{"api_key_wo": "sk-sim", "api_key_wo_version": 1}}
+	id, endpoint := l.host(0)+":8000", "http://"+l.host(0)+":8000/v1"
+
+	p, st := l.converge(deploymentType, d.config(l), sim.State{})
+	noDiagnostics(t, "the create's plan", p.Diagnostics)
+	expectValues(t, "the create's plan", p.Planned, map[string]string{
+		"id": id, "endpoint": endpoint, "status": "serving", "served_model_name": "tiny-llama", "port": "8000",
+		"placement_ip": fabricIP(0), "vllm_version": sim.VLLMVersion, "executor": "RayExecutorV2", "placement_pinned": "false",
+		"process_identity": "<unknown>", "api_key_wo": "<null>",
+	})
+	identity, served, env, ok := l.model.VLLM(0, 8000)
+	if !ok || served != "tiny-llama" || env["VLLM_API_KEY"] != "sk-sim" || env["RAY_ADDRESS"] != fabricIP(0)+":6379" {
+		t.Fatalf("vllm serve after the create: %v %q %v", ok, served, env)
+	}
+	expectValues(t, "the created state", st.Value, map[string]string{
+		"id": id, "process_identity": identity, "status": "serving", "api_key_wo": "<null>", "executor": "RayExecutorV2"})
+
+	p = l.mustPlan(deploymentType, d.config(l), st)
+	if ch := p.Changes(); ch != "" {
+		t.Errorf("a plan of the serving deployment changes:\n%s", ch)
+	}
+	noDiagnostics(t, "no-change plan", append(p.RefreshDiagnostics, p.Diagnostics...))
+
+	// What it serves changes: the server restarts.
+	d.extra["served_model_name"] = "tiny"
+	p, st = l.converge(deploymentType, d.config(l), st)
+	expectValues(t, "the plan of a new served name", p.Planned, map[string]string{
+		"served_model_name": "tiny", "process_identity": "<unknown>", "status": "serving"})
+	next, served, _, _ := l.model.VLLM(0, 8000)
+	if next == identity || served != "tiny" || show(t, st.Value, "process_identity") != next {
+		t.Errorf("after the restart: process %s serving %q, state %s", next, served, show(t, st.Value, "process_identity"))
+	}
+	identity = next
+
+	// /health fails: the refresh says so. (The plan that would restart the
+	// server is refused today, D17 on its own server's port: ownGPUs, and
+	// so ownPort, count only a serving server's. Not asserted here.)
+	if err := l.model.SetVLLMHealth(0, 8000, http.StatusInternalServerError); err != nil {
+		t.Fatal(err)
+	}
+	p, _ = l.plan(deploymentType, d.config(l), st)
+	expectDiagnostic(t, p.RefreshDiagnostics, diagnostic{severity: warning, summary: "vLLM is not serving",
+		detail: []string{"vllm serve on " + id + " (process " + identity + ") is unhealthy; the plan restarts it."}})
+	expectValues(t, "the refreshed state of an unhealthy server", p.Refreshed, map[string]string{"status": "unhealthy"})
+
+	// The server dies: the refresh says so, the plan restarts it.
+	if err := l.model.KillVLLM(0, 8000); err != nil {
+		t.Fatal(err)
+	}
+	p, st = l.converge(deploymentType, d.config(l), st)
+	expectDiagnostic(t, p.RefreshDiagnostics, diagnostic{severity: warning, summary: "vLLM is not serving",
+		detail: []string{"(process " + identity + ") is stopped; the plan restarts it."}})
+	expectValues(t, "the refreshed state of a dead server", p.Refreshed, map[string]string{"status": "stopped"})
+	expectValues(t, "the plan of a dead server", p.Planned, map[string]string{"status": "serving", "process_identity": "<unknown>"})
+	next, _, _, ok = l.model.VLLM(0, 8000)
+	if !ok || next == identity || show(t, st.Value, "process_identity") != next || show(t, st.Value, "status") != "serving" {
+		t.Errorf("after the restart: process %s (%v), state %s", next, ok, show(t, st.Value, "process_identity"))
+	}
+
+	// Destroy stops it and removes its env file, which holds the key.
+	if err := l.terraform().Destroy(context.Background(), deploymentType, d.config(l), st); err != nil {
+		t.Fatalf("destroy: %v", err)
+	}
+	if _, _, _, ok := l.model.VLLM(0, 8000); ok {
+		t.Error("vllm serve still runs after the destroy")
+	}
+}
+
+// An import adopts the running server: what it serves and how, read from
+// its command line and environment; the first plan restarts nothing.
+// Malformed IDs and a port where nothing listens are refused.
+func TestSimVLLMDeployment_import(t *testing.T) {
+	l := withCluster(t)
+	d := simDeploy{extra: map[string]any{"served_model_name": "tiny", "host": "127.0.0.1",
+		"extra_args": []any{"--max-model-len", "512"}, "env": map[string]any{"VLLM_USE_RAY_V2_EXECUTOR_BACKEND": "1"}}}
+	_, created := l.converge(deploymentType, d.config(l), sim.State{})
+	ctx := context.Background()
+
+	st, err := l.terraform().Import(ctx, deploymentType, l.host(0)+":8000")
+	if err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	expectValues(t, "the imported state", st.Value, map[string]string{
+		"id": l.host(0) + ":8000", "model": "tiny-llama", "served_model_name": "tiny", "tensor_parallel_size": "1",
+		"pipeline_parallel_size": "1", "host": "127.0.0.1", "ray_address": fabricIP(0) + ":6379", "vllm_command": vllmCommand,
+		"extra_args": `tftypes.List[tftypes.String]<tftypes.String<"--max-model-len">, tftypes.String<"512">>`,
+		"env":        "{VLLM_USE_RAY_V2_EXECUTOR_BACKEND=1}", "endpoint": "http://127.0.0.1:8000/v1", "status": "serving",
+		"process_identity": show(t, created.Value, "process_identity"), "executor": "RayExecutorV2", "vllm_version": sim.VLLMVersion,
+	})
+	p := l.mustPlan(deploymentType, d.config(l), st)
+	expectValues(t, "the plan after the import", p.Planned, map[string]string{
+		"process_identity": show(t, created.Value, "process_identity")})
+
+	for _, tc := range []struct {
+		name, id string
+		want     diagnostic
+	}{
+		{"no port", l.host(0), diagnostic{summary: "Invalid import ID", detail: []string{`want <head ssh_host>:<port>`}}},
+		{"no host", ":8000", diagnostic{summary: "Invalid import ID"}},
+		{"nothing on the port", l.host(0) + ":8001", diagnostic{summary: "Cannot import the vLLM deployment",
+			detail: []string{"nothing listens on port 8001"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := l.terraform().Import(ctx, deploymentType, tc.id)
+			expectDiagnostic(t, stepDiagnostics(t, err), tc.want)
+		})
+	}
+}
+
+// The placement rules run at plan, on the head and on Ray's live table,
+// and refuse (or warn of) what would hang or fail vLLM, naming the
+// attribute and the rule.
+func TestSimVLLMDeployment_planFindings(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		nodes  func(*sim.Model)
+		deploy simDeploy
+		want   []diagnostic
+	}{{
+		name:   "host_ip Ray did not register, on a vLLM that pins nothing",
+		deploy: simDeploy{extra: map[string]any{"host_ip": fabricIP(1), "api_key_wo": "k"}},
+		want: []diagnostic{{severity: warning, rule: "D1", attr: attr("host_ip"),
+			summary: "VLLM_HOST_IP is not the address Ray registered for the head (this vLLM serves anyway)",
+			detail:  []string{"VLLM_HOST_IP = 10.20.0.2 (from host_ip), but Ray registered the head as node:10.20.0.1"}}},
+	}, {
+		name: "host_ip Ray did not register, on the legacy executor",
+		deploy: simDeploy{extra: map[string]any{"host_ip": fabricIP(1), "api_key_wo": "k",
+			"env": map[string]any{"VLLM_USE_RAY_V2_EXECUTOR_BACKEND": "0"}}},
+		want: []diagnostic{{rule: "D1", attr: attr("host_ip"),
+			summary: "vLLM placement address does not match the address Ray registered for the head",
+			detail:  []string{"node:10.20.0.2 belongs to a worker, not to the head", `host_ip = "10.20.0.1"`}}},
+	}, {
+		name:   "more GPUs than the cluster has",
+		deploy: simDeploy{extra: map[string]any{"tensor_parallel_size": 4, "api_key_wo": "k"}},
+		want: []diagnostic{{rule: "D8", attr: attr("tensor_parallel_size"), summary: "The parallel sizes exceed the cluster's GPUs",
+			detail: []string{"tensor_parallel_size 4 x pipeline_parallel_size 1 = 4 GPUs, but the alive nodes Ray registered have 2"}}},
+	}, {
+		name:   "the port held by another program",
+		nodes:  func(m *sim.Model) { m.HoldPort(0, 8000, "nginx") },
+		deploy: simDeploy{extra: map[string]any{"api_key_wo": "k"}},
+		want: []diagnostic{{rule: "D17", attr: attr("port"), summary: "vLLM port is already in use on the head",
+			detail: []string{"port = 8000 is held on the head (127.1.0.1) by nginx"}}},
+	}, {
+		name:   "no Ray at ray_address",
+		deploy: simDeploy{rayAddress: fabricIP(0) + ":6390", extra: map[string]any{"api_key_wo": "k"}},
+		want: []diagnostic{{rule: "D21", attr: attr("ray_address"), summary: "No Ray answers at ray_address",
+			detail: []string{`ray_address = "10.20.0.1:6390", but nothing answers there`}}},
+	}, {
+		name:   "ray_address of a cluster whose head is another node",
+		nodes:  func(m *sim.Model) { _ = m.StartRay(1, "--head", "--port", "6379") },
+		deploy: simDeploy{rayAddress: fabricIP(1) + ":6379", extra: map[string]any{"api_key_wo": "k"}},
+		want: []diagnostic{
+			{rule: "D21", attr: attr("ray_address"), summary: "ray_address is a Ray whose head is another node",
+				detail: []string{"that Ray's head is node:10.20.0.2 (spark-001)", "its addresses: 10.20.0.1 on enP7s7"}},
+			{rule: "D11", attr: attr("runtime"), summary: "vllm serve would run outside the head's Ray",
+				detail: []string{`where Ray records the cluster "10.20.0.1:6379"; ray_address is "10.20.0.2:6379"`}},
+		},
+	}, {
+		name:   "an executor variable vLLM cannot read",
+		deploy: simDeploy{extra: map[string]any{"api_key_wo": "k", "env": map[string]any{"VLLM_USE_RAY_V2_EXECUTOR_BACKEND": "yes"}}},
+		want: []diagnostic{{rule: "D18", attr: attr("env"), summary: "Invalid VLLM_USE_RAY_V2_EXECUTOR_BACKEND",
+			detail: []string{`= "yes" (from env) is not an integer`}}},
+	}, {
+		name:   "the GCS port as vLLM's",
+		deploy: simDeploy{extra: map[string]any{"api_key_wo": "k", "port": 6379}},
+		want:   []diagnostic{{attr: attr("port"), summary: "vLLM port is the Ray head's GCS port"}},
+	}, {
+		name:   "every address without a key",
+		deploy: simDeploy{},
+		want: []diagnostic{{severity: warning, attr: attr("host"), summary: "vLLM listens on every address of the head without an API key",
+			detail: []string{`host = "0.0.0.0" and no api_key_wo or api_key_file`}}},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := withCluster(t)
+			if tc.nodes != nil {
+				tc.nodes(l.model)
+			}
+			p, err := l.plan(deploymentType, tc.deploy.config(l), sim.State{})
+			ds := p.Diagnostics
+			if err != nil {
+				ds = stepDiagnostics(t, err)
+			}
+			for _, w := range tc.want {
+				expectDiagnostic(t, ds, w)
+			}
+			if len(ds) != len(tc.want) {
+				t.Errorf("%d diagnostics, want %d:\n%s", len(ds), len(tc.want), listDiagnostics(ds))
+			}
+		})
+	}
+}
+
+// A deployment planned with the cluster it joins, whose head address is
+// not known before the cluster is created: the placement is concluded at
+// apply, planned as unknown.
+func TestSimVLLMDeployment_placementUnknownWithTheCluster(t *testing.T) {
+	l := newSimLab(t, 1)
+	p := l.mustPlan(deploymentType, simDeploy{rayAddress: sim.Unknown(tftypes.String),
+		extra: map[string]any{"api_key_wo": "k"}}.config(l), sim.State{})
+	expectValues(t, "the plan", p.Planned, map[string]string{
+		"placement_ip": "<unknown>", "vllm_version": "<unknown>", "executor": "<unknown>", "placement_pinned": "<unknown>",
+		"process_identity": "<unknown>", "status": "serving", "id": l.host(0) + ":8000"})
+	noDiagnostics(t, "the plan", p.Diagnostics)
+}
+
+// A finding on a serving deployment that the plan does not restart is a
+// warning, and the plan keeps what the last plan concluded; a plan that
+// restarts it refuses it.
+func TestSimVLLMDeployment_findingOnAServingDeploymentWarns(t *testing.T) {
+	l := withCluster(t)
+	d := simDeploy{extra: map[string]any{"api_key_wo": "k", "tensor_parallel_size": 2}}
+	_, st := l.converge(deploymentType, d.config(l), sim.State{})
+
+	if err := l.model.KillRaylet(1); err != nil { // the worker's GPU leaves Ray
+		t.Fatal(err)
+	}
+	p := l.mustPlan(deploymentType, d.config(l), st)
+	if ch := p.Changes(); ch != "" {
+		t.Errorf("the plan of a serving deployment changes:\n%s", ch)
+	}
+	expectDiagnostic(t, p.Diagnostics, diagnostic{severity: warning, rule: "D8", attr: attr("tensor_parallel_size"),
+		summary: "The parallel sizes exceed the cluster's GPUs",
+		detail:  []string{"Nothing is started or restarted by this plan", "the alive nodes Ray registered have 1"}})
+
+	d.extra["served_model_name"] = "tiny"
+	_, err := l.plan(deploymentType, d.config(l), st)
+	expectDiagnostic(t, stepDiagnostics(t, err), diagnostic{rule: "D8", attr: attr("tensor_parallel_size"),
+		summary: "The parallel sizes exceed the cluster's GPUs"})
+}
