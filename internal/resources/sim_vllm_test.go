@@ -74,6 +74,15 @@ func TestSimVLLMDeployment_lifecycle(t *testing.T) {
 	}
 	noDiagnostics(t, "no-change plan", append(p.RefreshDiagnostics, p.Diagnostics...))
 
+	// A change the server was not started with: updated in place, the
+	// server keeps running.
+	d.extra["timeouts"] = map[string]any{"create": "30m"}
+	p, st = l.converge(deploymentType, d.config(l), st)
+	expectValues(t, "the plan of new timeouts", p.Planned, map[string]string{"process_identity": identity, "timeouts.create": "30m"})
+	if next, _, _, _ := l.model.VLLM(0, 8000); next != identity || show(t, st.Value, "process_identity") != identity {
+		t.Errorf("new timeouts restarted the server: %s, state %s", next, show(t, st.Value, "process_identity"))
+	}
+
 	// What it serves changes: the server restarts.
 	d.extra["served_model_name"] = "tiny"
 	p, st = l.converge(deploymentType, d.config(l), st)
@@ -279,4 +288,27 @@ func TestSimVLLMDeployment_findingOnAServingDeploymentWarns(t *testing.T) {
 	_, err := l.plan(deploymentType, d.config(l), st)
 	expectDiagnostic(t, stepDiagnostics(t, err), diagnostic{rule: "D8", attr: attr("tensor_parallel_size"),
 		summary: "The parallel sizes exceed the cluster's GPUs"})
+}
+
+// The key in api_key_file on the head: the server reads it at launch, and
+// the readiness gate presents it. An empty one is refused at launch, which
+// then leaves nothing running.
+func TestSimVLLMDeployment_apiKeyFile(t *testing.T) {
+	l := withCluster(t)
+	l.model.WriteFile(0, "/home/sim/vllm.key", "sk-file\n")
+	_, st := l.converge(deploymentType, simDeploy{extra: map[string]any{"api_key_file": "/home/sim/vllm.key"}}.config(l), sim.State{})
+	if _, _, env, ok := l.model.VLLM(0, 8000); !ok || env["VLLM_API_KEY"] != "sk-file" {
+		t.Errorf("the server's key: %v %q", ok, env["VLLM_API_KEY"])
+	}
+	expectValues(t, "the state", st.Value, map[string]string{"api_key_file": "/home/sim/vllm.key", "status": "serving"})
+
+	l2 := withCluster(t)
+	l2.model.WriteFile(0, "/home/sim/empty.key", " \n")
+	p := l2.mustPlan(deploymentType, simDeploy{extra: map[string]any{"api_key_file": "/home/sim/empty.key"}}.config(l2), sim.State{})
+	_, err := l2.apply(p)
+	expectDiagnostic(t, stepDiagnostics(t, err), diagnostic{summary: "Cannot launch vllm serve",
+		detail: []string{"api_key_file /home/sim/empty.key is empty or unreadable: vLLM would serve without authentication"}})
+	if _, _, _, ok := l2.model.VLLM(0, 8000); ok {
+		t.Error("a launch refused left vllm serve running")
+	}
 }
