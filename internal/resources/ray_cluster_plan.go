@@ -77,6 +77,7 @@ func readClusterPlan(ctx context.Context, req resource.ModifyPlanRequest, diags 
 // False: an error was reported, and the plan is not set.
 func (r *rayClusterResource) planCluster(ctx context.Context, c *clusterPlan, diags *diag.Diagnostics) bool {
 	customGone := c.replaceIfCustomGone()
+	c.replaceIfPortMoves()
 	spec, d := c.plan.spec(ctx)
 	if diags.Append(d...); diags.HasError() {
 		return false
@@ -117,6 +118,18 @@ func (c *clusterPlan) replaceIfCustomGone() bool {
 	c.replace.Append(path.Root("head").AtName("resources"), path.Root("head").AtName("labels"))
 	c.creating = true
 	return true
+}
+
+// replaceIfPortMoves: another gcs_port replaces the cluster (its schema
+// says so; this plan cannot see it). Planned as a create: the workers would
+// otherwise be probed at the new port as if they already ran there, and
+// refused (D5) for a GCS that does not listen there yet.
+func (c *clusterPlan) replaceIfPortMoves() {
+	if c.creating || c.state.GCSPort.Equal(c.plan.GCSPort) {
+		return
+	}
+	c.replace.Append(path.Root("gcs_port"))
+	c.creating = true
 }
 
 // warnDashboard warns of a dashboard open to the network.

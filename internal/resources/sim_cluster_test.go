@@ -122,6 +122,16 @@ func TestSimRayCluster_lifecycle(t *testing.T) {
 		t.Error("the replace kept the head's Ray node")
 	}
 
+	// Another GCS port: the cluster is replaced, and the plan does not
+	// probe the new port from the workers as if they already ran there.
+	c.extra = map[string]any{"gcs_port": 6380}
+	p, st = l.converge(clusterType, c.config(l), st)
+	if !hasPath(p.RequiresReplace, attr("gcs_port")) {
+		t.Errorf("another gcs_port does not replace the cluster: %v", p.RequiresReplace)
+	}
+	expectValues(t, "the state after the port moved", st.Value, map[string]string{
+		"head_address": fabricIP(0) + ":6380", "workers.w1.alive": "true"})
+
 	// Destroy: no Ray left anywhere.
 	if err := l.terraform().Destroy(context.Background(), clusterType, c.config(l), st); err != nil {
 		t.Fatalf("destroy: %v", err)

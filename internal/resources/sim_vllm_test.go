@@ -94,16 +94,20 @@ func TestSimVLLMDeployment_lifecycle(t *testing.T) {
 	}
 	identity = next
 
-	// /health fails: the refresh says so. (The plan that would restart the
-	// server is refused today, D17 on its own server's port: ownGPUs, and
-	// so ownPort, count only a serving server's. Not asserted here.)
+	// /health fails: the refresh says so, and the plan restarts it (its
+	// own port and GPUs are not held against it: its process runs).
 	if err := l.model.SetVLLMHealth(0, 8000, http.StatusInternalServerError); err != nil {
 		t.Fatal(err)
 	}
-	p, _ = l.plan(deploymentType, d.config(l), st)
+	p, st = l.converge(deploymentType, d.config(l), st)
 	expectDiagnostic(t, p.RefreshDiagnostics, diagnostic{severity: warning, summary: "vLLM is not serving",
 		detail: []string{"vllm serve on " + id + " (process " + identity + ") is unhealthy; the plan restarts it."}})
 	expectValues(t, "the refreshed state of an unhealthy server", p.Refreshed, map[string]string{"status": "unhealthy"})
+	expectValues(t, "the state after the unhealthy server's restart", st.Value, map[string]string{"status": "serving"})
+	if next, _, _, _ := l.model.VLLM(0, 8000); next == identity {
+		t.Errorf("the unhealthy server %s was not restarted", identity)
+	}
+	identity = show(t, st.Value, "process_identity")
 
 	// The server dies: the refresh says so, the plan restarts it.
 	if err := l.model.KillVLLM(0, 8000); err != nil {

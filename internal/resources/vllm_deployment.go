@@ -230,7 +230,9 @@ func (m *vllmModel) env(ctx context.Context, diags *diag.Diagnostics) map[string
 // ownGPUs: what a serving deployment's placement group holds; a restart
 // frees them before the new server asks.
 func ownGPUs(state *vllmModel) float64 {
-	if state == nil || state.Status.ValueString() != statusServing {
+	// A process that runs holds them (and its port), serving or not: an
+	// unhealthy server is restarted by the plan, not refused for them.
+	if state == nil || state.Status.IsNull() || state.Status.IsUnknown() || state.Status.ValueString() == vllmdeploy.Stopped {
 		return 0
 	}
 	return float64(state.TP.ValueInt64() * state.PP.ValueInt64())
