@@ -103,6 +103,42 @@ func Path(v string) error {
 	return nil
 }
 
+// NodeIP checks a node_ip value (rule D4): a literal IP
+// Ray will keep. Ray silently replaces 127.0.0.1 and localhost with its own
+// detection, and registers IPs only, never hostnames.
+func NodeIP(v string) error {
+	if strings.EqualFold(v, "localhost") {
+		return fmt.Errorf("node_ip = %q: Ray silently replaces localhost with the address it detects itself, so the node would register another address. Give the node's fabric or external IP, or leave node_ip unset to let Ray detect it", v)
+	}
+	ip, err := netip.ParseAddr(v)
+	if err != nil {
+		return fmt.Errorf("node_ip = %q is not an IP address: Ray registers nodes by IP only (node:<ip>), so a hostname can never match vLLM's placement label. Give the literal IP, e.g. \"192.168.200.12\"", v)
+	}
+	if ip.IsLoopback() {
+		return fmt.Errorf("node_ip = %q is a loopback address: Ray silently replaces it with the address it detects itself. Give the node's fabric or external IP", v)
+	}
+	if ip.IsUnspecified() {
+		return fmt.Errorf("node_ip = %q is the unspecified address: a node must register an address the others can reach", v)
+	}
+	return nil
+}
+
+// HostIP checks a host_ip value, or VLLM_HOST_IP in env (rule D2): vLLM
+// uses any string unvalidated, so a hostname or a stray character becomes a
+// node:<value> label no Ray node can ever carry (D2).
+func HostIP(v string) error {
+	ip, err := netip.ParseAddr(v)
+	if err != nil {
+		return fmt.Errorf("host_ip = %q is not an IP address: vLLM pins its placement group to node:%s, and Ray labels "+
+			"nodes by IP only, so no node could ever match. Give the literal IP Ray registered for the head, e.g. \"10.1.230.180\"", v, v)
+	}
+	if ip.IsLoopback() || ip.IsUnspecified() {
+		return fmt.Errorf("host_ip = %q: Ray never registers a node as %s, so vLLM's placement group could not be placed. "+
+			"Give the IP Ray registered for the head", v, v)
+	}
+	return nil
+}
+
 // Address checks an address a server binds to: a literal IP. Ray's
 // dashboard passes --dashboard-host to its HTTP server's bind (a name would
 // be resolved on the node, to whichever address the resolver prefers);

@@ -2,6 +2,7 @@ package inputs
 
 import (
 	"math"
+	"net/netip"
 	"strings"
 	"testing"
 )
@@ -305,6 +306,52 @@ func TestServePort(t *testing.T) {
 		err := ServePort(tc.port, tc.addr)
 		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%d %s: got %v, want %q", tc.port, tc.addr, err, tc.want)
+		}
+	}
+}
+
+func TestNodeIP(t *testing.T) {
+	for v, want := range map[string]string{
+		"192.168.200.12": "", "10.1.230.180": "", "fd00::1": "",
+		"127.0.0.1": "loopback", "::1": "loopback", "localhost": "localhost", "LOCALHOST": "localhost",
+		"spark1.lab": "not an IP", "192.168.200.12/24": "not an IP", "0.0.0.0": "unspecified", "": "not an IP",
+	} {
+		err := NodeIP(v)
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%q refused: %v", v, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%q: want an error about %q, got %v", v, want, err)
+		}
+	}
+}
+
+func FuzzNodeIP(f *testing.F) {
+	for _, s := range []string{"192.168.200.12", "127.0.0.1", "localhost", "::1", "", "1.2.3.4%eth0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		err := NodeIP(s)
+		if err == nil {
+			ip, perr := netip.ParseAddr(s)
+			if perr != nil || ip.IsLoopback() || ip.IsUnspecified() {
+				t.Fatalf("accepted %q", s)
+			}
+		} else if !strings.Contains(err.Error(), "node_ip") {
+			t.Fatalf("error does not name the attribute: %v", err)
+		}
+	})
+}
+
+func TestHostIP(t *testing.T) {
+	for v, ok := range map[string]bool{"10.1.230.180": true, "192.168.200.12": true,
+		"spark1": false, "ec2-1-2-3-4.compute.amazonaws.com": false, "10.1.230.180/": false, "127.0.0.1": false, "0.0.0.0": false, "": false} {
+		err := HostIP(v)
+		if (err == nil) != ok {
+			t.Errorf("%q: err = %v", v, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "host_ip") {
+			t.Errorf("%q: error does not name host_ip: %v", v, err)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package preflight
 import (
 	"fmt"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/inputs"
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 )
@@ -11,20 +12,19 @@ import (
 // the head (where vllm serve will run), from Ray, and from the cluster's
 // plan in the same run.
 type Deployment struct {
-	HeadFacts  nodefacts.Facts // read where vllm serve runs: the runtime's container, or the host
-	HeadName   string
-	SSHHost    string // the head's SSH address, for messages
-	HeadIP     string // the address Ray registered (or will register) for the head
-	HostIP     string // host_ip; "" unset
-	Env        map[string]string
-	Table      *ray.Table   // Ray's live table; nil when the cluster does not run yet
-	Planned    *PlannedGPUs // the cluster planned in this run (first plan); nil when unknown
-	Site       *ServeSite   // where vllm serve and Ray run; nil when neither is known yet
-	Sizes      Sizes
-	OwnGPUs    float64 // what this deployment's running server holds
-	Port       int     // the HTTP port vllm serve will listen on
-	PortIsOwn  bool    // this deployment's running server holds Port (the facts' listeners are its own)
-	ValidateIP func(string) error
+	HeadFacts nodefacts.Facts // read where vllm serve runs: the runtime's container, or the host
+	HeadName  string
+	SSHHost   string // the head's SSH address, for messages
+	HeadIP    string // the address Ray registered (or will register) for the head
+	HostIP    string // host_ip; "" unset
+	Env       map[string]string
+	Table     *ray.Table   // Ray's live table; nil when the cluster does not run yet
+	Planned   *PlannedGPUs // the cluster planned in this run (first plan); nil when unknown
+	Site      *ServeSite   // where vllm serve and Ray run; nil when neither is known yet
+	Sizes     Sizes
+	OwnGPUs   float64 // what this deployment's running server holds
+	Port      int     // the HTTP port vllm serve will listen on
+	PortIsOwn bool    // this deployment's running server holds Port (the facts' listeners are its own)
 	// FailOnEnviron: extra_args has --fail-on-environ-validation.
 	FailOnEnviron bool
 	// RayAddress is ray_address; RayDown says nothing answered there
@@ -85,8 +85,8 @@ func CheckDeployment(d Deployment) (Concluded, []Diagnostic) {
 	src.Legacy = legacyHostIP(d.HeadFacts.VLLMVersion, d.Env["HOST_IP"], d.HeadFacts.VLLMEnv["HOST_IP"])
 	hostIP, source, conflict := HostIPConflict(src)
 	found = append(found, conflict...)
-	if (source == "env" || source == "HOST_IP") && d.ValidateIP != nil {
-		if err := d.ValidateIP(hostIP); err != nil {
+	if source == "env" || source == "HOST_IP" {
+		if err := inputs.HostIP(hostIP); err != nil {
 			found = append(found, Diagnostic{Rule: D2, Attr: []string{"env"}, Summary: "Invalid env." + map[bool]string{true: "HOST_IP", false: "VLLM_HOST_IP"}[source == "HOST_IP"], Detail: err.Error()})
 		}
 	}

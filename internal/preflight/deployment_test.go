@@ -1,7 +1,6 @@
 package preflight
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -15,13 +14,7 @@ func fieldReportDeployment() Deployment {
 	f := spark("10.1.230.180", "192.168.200.12")
 	f.VLLMVersion = "0.32.0+cpu"
 	return Deployment{HeadFacts: f, HeadName: "head", SSHHost: "10.1.230.180", HeadIP: "10.1.230.180", HostIP: "10.1.230.180",
-		Env: map[string]string{}, Table: fieldReportTable(), Sizes: Sizes{TP: 1, PP: 1},
-		ValidateIP: func(v string) error {
-			if v == "spark1" {
-				return fmt.Errorf("not an IP address")
-			}
-			return nil
-		}}
+		Env: map[string]string{}, Table: fieldReportTable(), Sizes: Sizes{TP: 1, PP: 1}}
 }
 
 func allSummaries(ds []Diagnostic) string {

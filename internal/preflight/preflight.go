@@ -47,26 +47,6 @@ type Node struct {
 
 func (n Node) attr(name string) []string { return append(append([]string{}, n.Path...), name) }
 
-// ValidateNodeIP is the config-time check of a node_ip value: a literal IP
-// Ray will keep. Ray silently replaces 127.0.0.1 and localhost with its own
-// detection, and registers IPs only, never hostnames.
-func ValidateNodeIP(v string) error {
-	if strings.EqualFold(v, "localhost") {
-		return fmt.Errorf("node_ip = %q: Ray silently replaces localhost with the address it detects itself, so the node would register another address. Give the node's fabric or external IP, or leave node_ip unset to let Ray detect it", v)
-	}
-	ip, err := netip.ParseAddr(v)
-	if err != nil {
-		return fmt.Errorf("node_ip = %q is not an IP address: Ray registers nodes by IP only (node:<ip>), so a hostname can never match vLLM's placement label. Give the literal IP, e.g. \"192.168.200.12\"", v)
-	}
-	if ip.IsLoopback() {
-		return fmt.Errorf("node_ip = %q is a loopback address: Ray silently replaces it with the address it detects itself. Give the node's fabric or external IP", v)
-	}
-	if ip.IsUnspecified() {
-		return fmt.Errorf("node_ip = %q is the unspecified address: a node must register an address the others can reach", v)
-	}
-	return nil
-}
-
 // addresses lists a node's addresses for messages, without loopback.
 func addresses(f nodefacts.Facts) string {
 	var out []string

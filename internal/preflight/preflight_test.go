@@ -46,22 +46,6 @@ func one(t *testing.T, got []Diagnostic, want ...string) {
 	}
 }
 
-func TestValidateNodeIP(t *testing.T) {
-	for v, want := range map[string]string{
-		"192.168.200.12": "", "10.1.230.180": "", "fd00::1": "",
-		"127.0.0.1": "loopback", "::1": "loopback", "localhost": "localhost", "LOCALHOST": "localhost",
-		"spark1.lab": "not an IP", "192.168.200.12/24": "not an IP", "0.0.0.0": "unspecified", "": "not an IP",
-	} {
-		err := ValidateNodeIP(v)
-		switch {
-		case want == "" && err != nil:
-			t.Errorf("%q refused: %v", v, err)
-		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
-			t.Errorf("%q: want an error about %q, got %v", v, want, err)
-		}
-	}
-}
-
 func TestNodeIPBound(t *testing.T) {
 	if d := NodeIPBound(head("192.168.200.12")); d != nil {
 		t.Fatalf("bound address refused: %+v", d)
@@ -215,23 +199,6 @@ func TestGCSPortFree(t *testing.T) {
 	if d[0].Warning {
 		t.Fatal("a non-Ray program on the port must be refused")
 	}
-}
-
-func FuzzValidateNodeIP(f *testing.F) {
-	for _, s := range []string{"192.168.200.12", "127.0.0.1", "localhost", "::1", "", "1.2.3.4%eth0"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		err := ValidateNodeIP(s)
-		if err == nil {
-			ip, perr := netip.ParseAddr(s)
-			if perr != nil || ip.IsLoopback() || ip.IsUnspecified() {
-				t.Fatalf("accepted %q", s)
-			}
-		} else if !strings.Contains(err.Error(), "node_ip") {
-			t.Fatalf("error does not name the attribute: %v", err)
-		}
-	})
 }
 
 func fieldReportTable() *ray.Table {

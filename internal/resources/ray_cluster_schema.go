@@ -39,6 +39,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/inputs"
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
 )
@@ -46,7 +47,7 @@ import (
 // nodeIPValidator is the config-time node_ip check (rule D4).
 var nodeIPValidator = providerdata.StringCheck{Desc: "a literal IP address, not loopback, not a hostname", Summary: "Invalid node_ip",
 	Check: func(p, v string) error {
-		if err := preflight.ValidateNodeIP(v); err != nil {
+		if err := inputs.NodeIP(v); err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
 		return nil

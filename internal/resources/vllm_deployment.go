@@ -88,7 +88,7 @@ func (r *vllmResource) Metadata(_ context.Context, req resource.MetadataRequest,
 
 // hostIPValidator is the config-time host_ip check (rule D2).
 var hostIPValidator = providerdata.StringCheck{Desc: "a literal IP address", Summary: "Invalid host_ip",
-	Check: func(_, v string) error { return vllm.ValidateHostIP(v) }, Cite: preflight.D2.Cite()}
+	Check: func(_, v string) error { return inputs.HostIP(v) }, Cite: preflight.D2.Cite()}
 
 func (r *vllmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	headAttrs := providerdata.NodeAccessResourceAttributes("The Ray head's SSH address: `vllm serve` runs there.",

@@ -11,7 +11,6 @@ package vllm
 import (
 	"cmp"
 	"fmt"
-	"net/netip"
 	"strconv"
 	"strings"
 
@@ -108,22 +107,6 @@ func ParseServeArgv(cmdline string) (ServeOptions, error) {
 		}
 	}
 	return o, nil
-}
-
-// ValidateHostIP is the config-time check of host_ip (VLLM_HOST_IP): vLLM
-// uses any string unvalidated, so a hostname or a stray character becomes a
-// node:<value> label no Ray node can ever carry (D2).
-func ValidateHostIP(v string) error {
-	ip, err := netip.ParseAddr(v)
-	if err != nil {
-		return fmt.Errorf("host_ip = %q is not an IP address: vLLM pins its placement group to node:%s, and Ray labels "+
-			"nodes by IP only, so no node could ever match. Give the literal IP Ray registered for the head, e.g. \"10.1.230.180\"", v, v)
-	}
-	if ip.IsLoopback() || ip.IsUnspecified() {
-		return fmt.Errorf("host_ip = %q: Ray never registers a node as %s, so vLLM's placement group could not be placed. "+
-			"Give the IP Ray registered for the head", v, v)
-	}
-	return nil
 }
 
 // DirScript makes, or checks, the directory where a deployment on port $2

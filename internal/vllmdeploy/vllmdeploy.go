@@ -252,7 +252,7 @@ func leftRunning(s Spec, identity, holder string) preflight.Diagnostic {
 // known of the Ray cluster.
 func newDeployment(s Spec, facts nodefacts.Facts, headIP string, own float64, ownPort bool, par vllm.Parallel) preflight.Deployment {
 	return preflight.Deployment{HeadFacts: facts, HeadName: raycluster.HeadName, SSHHost: s.Head.Host, HeadIP: headIP, HostIP: s.HostIP,
-		Env: s.Env, OwnGPUs: own, ValidateIP: vllm.ValidateHostIP, Port: s.Port, PortIsOwn: ownPort,
+		Env: s.Env, OwnGPUs: own, Port: s.Port, PortIsOwn: ownPort,
 		Sizes:         preflight.Sizes{TP: s.TP, PP: s.PP, PCP: par.PCP, DP: par.DP, DPOverRay: par.DPOverRay(), DPAddress: par.DPAddress},
 		FailOnEnviron: par.FailOnEnviron, RayAddress: s.RayAddress, Model: s.Model, Restart: s.Restart}
 }
