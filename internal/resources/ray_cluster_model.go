@@ -179,7 +179,16 @@ func attrPath(steps []string) path.Path {
 	return p
 }
 
+// addPreflight adds what a domain package found to diags: the one way its
+// results reach the user.
 func addPreflight(diags *diag.Diagnostics, found []preflight.Diagnostic) {
+	diags.Append(preflightDiags(found)...)
+}
+
+// preflightDiags is found as the framework's diagnostics: each on its
+// attribute, its detail ending with the rule it enforces.
+func preflightDiags(found []preflight.Diagnostic) diag.Diagnostics {
+	var diags diag.Diagnostics
 	for _, d := range found {
 		p := attrPath(d.Attr)
 		d.Detail += d.Rule.Cite()
@@ -194,6 +203,7 @@ func addPreflight(diags *diag.Diagnostics, found []preflight.Diagnostic) {
 			diags.AddError(d.Summary, d.Detail)
 		}
 	}
+	return diags
 }
 
 // customResources drops Ray's own; what remains of a node's resources are

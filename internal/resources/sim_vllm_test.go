@@ -316,3 +316,29 @@ func TestSimVLLMDeployment_apiKeyFile(t *testing.T) {
 		t.Error("a launch refused left vllm serve running")
 	}
 }
+
+// A head that cannot be reached fails the refresh on head.ssh_host, and
+// the error says how to forget a node gone for good (a destroy refreshes
+// first, so it is the destroy's error too).
+func TestSimVLLMDeployment_headUnreachable(t *testing.T) {
+	l := withCluster(t)
+	d := simDeploy{}
+	_, st := l.converge(deploymentType, d.config(l), sim.State{})
+	// The state's head moves to a port where nothing listens.
+	moved, err := tftypes.Transform(st.Value, func(p *tftypes.AttributePath, v tftypes.Value) (tftypes.Value, error) {
+		if p.Equal(attr("head", "ssh_port")) {
+			return tftypes.NewValue(tftypes.Number, 1), nil
+		}
+		return v, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Value = moved
+	_, err = l.plan(deploymentType, d.config(l), st)
+	expectDiagnostic(t, stepDiagnostics(t, err), diagnostic{summary: "Cannot reach the head", attr: attr("head", "ssh_host"),
+		detail: []string{"terraform state rm <address>"}})
+	if _, _, _, ok := l.model.VLLM(0, 8000); !ok {
+		t.Error("the failed refresh stopped the server")
+	}
+}

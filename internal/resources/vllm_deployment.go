@@ -503,9 +503,8 @@ func (r *vllmResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 		return
 	}
 	if m.ProcessIdentity.IsNull() { // import
-		run, err := r.dep.Find(ctx, spec)
-		if err != nil {
-			resp.Diagnostics.AddError(vllmdeploy.Summary(err, "Cannot import the vLLM deployment"), err.Error())
+		run, found := r.dep.Find(ctx, spec)
+		if addPreflight(&resp.Diagnostics, found); resp.Diagnostics.HasError() {
 			return
 		}
 		adopt(&m, run)
@@ -521,9 +520,9 @@ func (r *vllmResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 			return
 		}
 	}
-	status, err := r.dep.Status(ctx, spec, m.ProcessIdentity.ValueString())
-	if err != nil {
-		resp.Diagnostics.AddError(vllmdeploy.Summary(err, "Cannot read the vLLM process"), err.Error()+goneHint) // state kept
+	status, found := r.dep.Status(ctx, spec, m.ProcessIdentity.ValueString())
+	if d := preflightDiags(found); d.HasError() {
+		resp.Diagnostics.Append(withGoneHint(d)...) // state kept
 		return
 	}
 	if status == vllmdeploy.Busy {
@@ -612,8 +611,7 @@ func (r *vllmResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	if resp.Diagnostics.Append(diags...); resp.Diagnostics.HasError() {
 		return
 	}
-	if err := r.dep.Stop(ctx, old, state.ProcessIdentity.ValueString()); err != nil {
-		resp.Diagnostics.AddError(vllmdeploy.Summary(err, "Cannot stop the running vLLM"), err.Error())
+	if addPreflight(&resp.Diagnostics, r.dep.Stop(ctx, old, state.ProcessIdentity.ValueString())); resp.Diagnostics.HasError() {
 		return
 	}
 	r.launch(ctx, &plan, ownGPUs(&state), true, r.secrets(ctx, req.Config, &resp.Diagnostics), &resp.Diagnostics)
@@ -638,9 +636,7 @@ func (r *vllmResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 	if resp.Diagnostics.Append(diags...); resp.Diagnostics.HasError() {
 		return
 	}
-	if err := r.dep.Stop(ctx, spec, m.ProcessIdentity.ValueString()); err != nil {
-		resp.Diagnostics.AddError(vllmdeploy.Summary(err, "Cannot stop vLLM"), err.Error()+goneHint)
-	}
+	resp.Diagnostics.Append(withGoneHint(preflightDiags(r.dep.Stop(ctx, spec, m.ProcessIdentity.ValueString())))...)
 }
 
 // ImportState takes "<ssh_host>:<port>"; the rest is read from the server.

@@ -78,15 +78,6 @@ type Secrets struct {
 	Env    map[string]string
 }
 
-// Error is a failure with the one-line summary the user sees for it.
-type Error struct {
-	Summary string
-	Err     error
-}
-
-func (e *Error) Error() string { return e.Err.Error() }
-func (e *Error) Unwrap() error { return e.Err }
-
 // Manager does the work; one per provider process.
 type Manager struct {
 	Pool     *transport.Pool
@@ -97,7 +88,7 @@ type Manager struct {
 func (m *Manager) server(ctx context.Context, s Spec) (vllm.Server, error) {
 	conn, err := m.Pool.Get(ctx, s.Head)
 	if err != nil {
-		return vllm.Server{}, &Error{Summary: "Cannot reach the head", Err: err}
+		return vllm.Server{}, err
 	}
 	srv := vllm.Server{Conn: conn, Port: s.Port, Host: s.Host}
 	if s.Runtime.Container != nil {
@@ -538,15 +529,15 @@ const (
 
 // Status reads what the process identity runs now: Serving when it runs,
 // /health answers and it serves s's model; Stopped, Unhealthy, or "serving
-// <name>" when another model answers.
-func (m *Manager) Status(ctx context.Context, s Spec, identity string) (string, error) {
+// <name>" when another model answers. An error: the head could not be read.
+func (m *Manager) Status(ctx context.Context, s Spec, identity string) (string, []preflight.Diagnostic) {
 	srv, err := m.server(ctx, s)
 	if err != nil {
-		return "", err
+		return "", failed(headHost, "Cannot reach the head", err)
 	}
 	alive, err := srv.Alive(ctx, identity)
 	if err != nil {
-		return "", &Error{Summary: "Cannot read the vLLM process", Err: err}
+		return "", failed(nil, "Cannot read the vLLM process", err)
 	}
 	if !alive {
 		return Stopped, nil
@@ -570,36 +561,27 @@ func (m *Manager) Status(ctx context.Context, s Spec, identity string) (string, 
 }
 
 // Find reads the server listening on s's port, for an import.
-func (m *Manager) Find(ctx context.Context, s Spec) (*vllm.Running, error) {
+func (m *Manager) Find(ctx context.Context, s Spec) (*vllm.Running, []preflight.Diagnostic) {
 	srv, err := m.server(ctx, s)
 	if err != nil {
-		return nil, err
+		return nil, failed(headHost, "Cannot reach the head", err)
 	}
 	run, err := srv.Find(ctx)
 	if err != nil {
-		return nil, &Error{Summary: "Cannot import the vLLM deployment", Err: err}
+		return nil, failed(nil, "Cannot import the vLLM deployment", err)
 	}
 	return run, nil
 }
 
 // Stop stops the process identity (and its process group) and removes its
 // environment file; an identity that no longer runs is already stopped.
-func (m *Manager) Stop(ctx context.Context, s Spec, identity string) error {
+func (m *Manager) Stop(ctx context.Context, s Spec, identity string) []preflight.Diagnostic {
 	srv, err := m.server(ctx, s)
 	if err != nil {
-		return err
+		return failed(headHost, "Cannot reach the head", err)
 	}
 	if err := srv.Stop(ctx, identity, 10*time.Second); err != nil {
-		return &Error{Summary: "Cannot stop vLLM", Err: err}
+		return failed(nil, "Cannot stop vLLM", err)
 	}
 	return nil
-}
-
-// Summary is err's one-line summary for the user, or fallback.
-func Summary(err error, fallback string) string {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Summary
-	}
-	return fallback
 }
