@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/datasources"
@@ -144,48 +145,41 @@ func (p *sparkProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 	}
 }
 
-// unknownAttributes lists configured values Terraform cannot know yet (they
-// come from resources not yet created): the pool cannot be built from them.
-func unknownAttributes(m providerModel) []string {
+// unknownAttributes lists, dotted, the configured values Terraform cannot
+// know yet (they come from resources not yet created): the pool cannot be
+// built from them. It walks the configuration itself, so every attribute,
+// a new one too, is covered.
+func unknownAttributes(cfg tftypes.Value) []string {
 	var out []string
-	add := func(name string, unknown bool) {
-		if unknown {
-			out = append(out, name)
+	_ = tftypes.Walk(cfg, func(p *tftypes.AttributePath, v tftypes.Value) (bool, error) {
+		if v.IsKnown() {
+			return true, nil
 		}
-	}
-	add("max_parallel", m.MaxParallel.IsUnknown())
-	if s := m.SSH; s != nil {
-		add("ssh.user", s.User.IsUnknown())
-		add("ssh.port", s.Port.IsUnknown())
-		add("ssh.private_key", s.PrivateKey.IsUnknown())
-		add("ssh.private_key_file", s.PrivateKeyFile.IsUnknown())
-		add("ssh.use_agent", s.UseAgent.IsUnknown())
-		add("ssh.known_hosts_file", s.KnownHostsFile.IsUnknown())
-		add("ssh.host_key_policy", s.HostKeyPolicy.IsUnknown())
-		add("ssh.connect_timeout", s.ConnectTimeout.IsUnknown())
-		if b := s.Bastion; b != nil {
-			add("ssh.bastion.host", b.Host.IsUnknown())
-			add("ssh.bastion.port", b.Port.IsUnknown())
-			add("ssh.bastion.user", b.User.IsUnknown())
-			add("ssh.bastion.host_key", b.HostKey.IsUnknown())
+		var names []string
+		for _, s := range p.Steps() {
+			if n, ok := s.(tftypes.AttributeName); ok {
+				names = append(names, string(n))
+			}
 		}
-	}
+		out = append(out, strings.Join(names, "."))
+		return false, nil
+	})
 	return out
 }
 
 func (p *sparkProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
-	var m providerModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if unknown := unknownAttributes(m); len(unknown) > 0 {
+	if unknown := unknownAttributes(req.Config.Raw); len(unknown) > 0 {
 		for _, a := range unknown {
 			resp.Diagnostics.AddAttributeError(attrPath(a), "Provider configuration value not known at plan",
 				fmt.Sprintf("provider \"spark\" attribute %s depends on a value that is only known after apply, so the provider "+
 					"cannot connect to nodes during this plan. Set it statically (or through its SPARK_* environment "+
 					"variable), or apply the resource it comes from first with -target.", a))
 		}
+		return
+	}
+	var m providerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
 		return
 	}
 	cfg, diagsErr := poolConfig(m, os.Getenv)

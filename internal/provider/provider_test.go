@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
@@ -84,10 +87,17 @@ func TestPoolConfigRejectsBadEnvironment(t *testing.T) {
 }
 
 func TestUnknownAttributesAreNamed(t *testing.T) {
-	m := providerModel{SSH: &sshModel{User: types.StringUnknown(), Bastion: &bastionModel{Host: types.StringUnknown()}},
-		MaxParallel: types.Int64Null()}
-	got := strings.Join(unknownAttributes(m), ",")
-	if got != "ssh.user,ssh.bastion.host" {
+	ctx := context.Background()
+	var sr provider.SchemaResponse
+	New("test")().Schema(ctx, provider.SchemaRequest{}, &sr)
+	st := tfsdk.State{Schema: sr.Schema, Raw: tftypes.NewValue(sr.Schema.Type().TerraformType(ctx), nil)}
+	for _, p := range []path.Path{path.Root("ssh").AtName("user"), path.Root("ssh").AtName("bastion").AtName("host")} {
+		if d := st.SetAttribute(ctx, p, types.StringUnknown()); d.HasError() {
+			t.Fatal(d)
+		}
+	}
+	got := strings.Join(unknownAttributes(st.Raw), ",")
+	if got != "ssh.bastion.host,ssh.user" {
 		t.Fatalf("unknown attributes = %q", got)
 	}
 }

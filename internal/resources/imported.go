@@ -4,10 +4,12 @@ import (
 	"context"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 )
 
 // importedKey marks, in the resource's private state, a resource imported
@@ -61,4 +63,21 @@ func replaceMapUnlessImported(ctx context.Context, req planmodifier.MapRequest, 
 
 func replaceListUnlessImported(ctx context.Context, req planmodifier.ListRequest, resp *listplanmodifier.RequiresReplaceIfFuncResponse) {
 	resp.RequiresReplace = replaceUnlessImported(ctx, req.StateValue.IsNull(), req.Private)
+}
+
+// imported is one value an import knows before Read.
+type imported struct {
+	at    path.Path
+	value any
+}
+
+// setImported writes what an import knows into its state, which the
+// framework starts as null: every attribute not named stays null, so the
+// list names only what is known, never the schema's other attributes.
+func setImported(ctx context.Context, st *tfsdk.State, known []imported) diag.Diagnostics {
+	var diags diag.Diagnostics
+	for _, k := range known {
+		diags.Append(st.SetAttribute(ctx, k.at, k.value)...)
+	}
+	return diags
 }

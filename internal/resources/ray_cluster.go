@@ -3,12 +3,12 @@ package resources
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -311,8 +311,7 @@ func (r *rayClusterResource) ImportState(ctx context.Context, req resource.Impor
 		resp.Diagnostics.AddError("Invalid import ID", err.Error())
 		return
 	}
-	m := importedCluster(head, workers)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	resp.Diagnostics.Append(setImported(ctx, &resp.State, importedCluster(head, workers))...)
 	resp.Diagnostics.Append(markImported(ctx, resp.Private)...)
 }
 
@@ -337,31 +336,12 @@ func parseClusterImportID(id string) (head string, workers map[string]string, er
 	return head, workers, nil
 }
 
-// importedCluster is the state an import starts from: the nodes' SSH
-// hosts, and null for everything Read fills in from what runs (or the
-// first plan from the configuration).
-func importedCluster(head string, workers map[string]string) clusterModel {
-	m := clusterModel{ID: types.StringValue(head), GCSPort: types.Int64Value(6379), AuthMode: types.StringNull(),
-		Env: types.MapNull(types.StringType), SecretEnvWO: types.MapNull(types.StringType), SecretEnvVer: types.Int64Null(),
-		StartArgs: types.ListNull(types.StringType), DashboardHost: types.StringNull(),
-		HeadAddress: types.StringNull(), RayVersion: types.StringNull()}
-	m.Head = emptyNode(head)
-	for name, host := range workers {
-		if m.Workers == nil {
-			m.Workers = map[string]*rayNodeModel{}
-		}
-		m.Workers[name] = emptyNode(host)
+// importedCluster is what an import knows before Read: the nodes' SSH
+// hosts and Ray's default GCS port. Read discovers the rest.
+func importedCluster(head string, workers map[string]string) []imported {
+	known := []imported{{path.Root("id"), head}, {path.Root("gcs_port"), int64(6379)}, {path.Root("head").AtName("ssh_host"), head}}
+	for _, name := range slices.Sorted(maps.Keys(workers)) {
+		known = append(known, imported{path.Root("workers").AtMapKey(name).AtName("ssh_host"), workers[name]})
 	}
-	m.Timeouts = timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{
-		"create": types.StringType, "update": types.StringType, "delete": types.StringType})}
-	return m
-}
-
-func emptyNode(host string) *rayNodeModel {
-	return &rayNodeModel{
-		NodeAccess: providerdata.NodeAccess{SSHHost: types.StringValue(host), SSHPort: types.Int64Null(),
-			SSHUser: types.StringNull(), HostKey: types.StringNull()},
-		NodeIP: types.StringNull(), NumGPUs: types.Int64Null(), Resources: types.MapNull(types.Float64Type),
-		Labels: types.MapNull(types.StringType), RegisteredIP: types.StringNull(), NodeID: types.StringNull(), Alive: types.BoolNull(),
-	}
+	return known
 }

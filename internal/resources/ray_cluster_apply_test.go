@@ -97,7 +97,8 @@ func TestAdoptCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := importedCluster(head, workers)
+	var m clusterModel
+	importedModel(t, NewRayCluster(), importedCluster(head, workers), &m)
 	adoptCluster(&m, raycluster.Discovered{HeadIP: "10.0.0.1", GCSPort: 6380, Workers: map[string]string{"w": "10.0.0.2"}, AuthToken: true})
 	if m.GCSPort.ValueInt64() != 6380 || m.Head.RegisteredIP.ValueString() != "10.0.0.1" || m.Workers["w"].RegisteredIP.ValueString() != "10.0.0.2" ||
 		!m.Workers["x"].RegisteredIP.IsNull() {
@@ -186,7 +187,8 @@ func TestParseClusterImportID(t *testing.T) {
 }
 
 func TestImportedCluster(t *testing.T) {
-	m := importedCluster("spark1", nil)
+	var m clusterModel
+	importedModel(t, NewRayCluster(), importedCluster("spark1", nil), &m)
 	if m.Workers != nil || m.ID.ValueString() != "spark1" || m.Head.SSHHost.ValueString() != "spark1" || m.GCSPort.ValueInt64() != 6379 {
 		t.Fatalf("head only: %+v", m)
 	}
@@ -196,7 +198,8 @@ func TestImportedCluster(t *testing.T) {
 			t.Errorf("%v: want null, Read or the first plan fills it", v)
 		}
 	}
-	m = importedCluster("spark1", map[string]string{"spark2": "10.1.230.181"})
+	m = clusterModel{}
+	importedModel(t, NewRayCluster(), importedCluster("spark1", map[string]string{"spark2": "10.1.230.181"}), &m)
 	if len(m.Workers) != 1 || m.Workers["spark2"].SSHHost.ValueString() != "10.1.230.181" || !m.Workers["spark2"].RegisteredIP.IsNull() {
 		t.Fatalf("worker: %+v", m.Workers)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -422,13 +423,36 @@ func unknownAny(vs ...attr.Value) bool {
 	return false
 }
 
-// needsRestart: anything the server was started with changed.
+// keepRunning are the attributes whose change leaves the server as it runs:
+// where it runs and on which port (a change there replaces the deployment,
+// by their plan modifiers), the write-only values (their _version
+// attributes restart it), what the provider fills in, and Terraform's own
+// timeouts. Every other attribute is something the server was started
+// with: a new attribute restarts it unless it is named here (a new nested
+// object must be named here: only attribute values compare).
+var keepRunning = map[string]bool{"id": true, "head": true, "runtime": true, "port": true, "api_key_wo": true,
+	"secret_env_wo": true, "endpoint": true, "placement_ip": true, "vllm_version": true, "executor": true,
+	"placement_pinned": true, "process_identity": true, "status": true, "timeouts": true}
+
+// needsRestart: anything the server was started with changed. host
+// compares as served: null (an import's state) is vLLM's default.
 func needsRestart(old, n *vllmModel) bool {
-	return !old.Model.Equal(n.Model) || !old.ServedModelName.Equal(n.ServedModelName) || !old.TP.Equal(n.TP) ||
-		!old.PP.Equal(n.PP) || hostOf(old) != hostOf(n) || !old.HostIP.Equal(n.HostIP) || !old.Env.Equal(n.Env) || !old.ExtraArgs.Equal(n.ExtraArgs) ||
-		!old.APIKeyWOVersion.Equal(n.APIKeyWOVersion) || !old.APIKeyFile.Equal(n.APIKeyFile) ||
-		!old.SecretEnvWOVer.Equal(n.SecretEnvWOVer) ||
-		!old.RayAddress.Equal(n.RayAddress) || !old.VLLMCommand.Equal(n.VLLMCommand)
+	if hostOf(old) != hostOf(n) {
+		return true
+	}
+	ov, nv := reflect.ValueOf(old).Elem(), reflect.ValueOf(n).Elem()
+	for i := range ov.NumField() {
+		name := ov.Type().Field(i).Tag.Get("tfsdk")
+		if keepRunning[name] || name == "host" {
+			continue
+		}
+		a, aok := ov.Field(i).Interface().(attr.Value)
+		b, bok := nv.Field(i).Interface().(attr.Value)
+		if !aok || !bok || !a.Equal(b) {
+			return true // not an attribute value: a nested object named nowhere, taken as changed
+		}
+	}
+	return false
 }
 
 // launch starts the server through vllmdeploy.Launch (which leaves nothing
@@ -646,8 +670,7 @@ func (r *vllmResource) ImportState(ctx context.Context, req resource.ImportState
 		resp.Diagnostics.AddError("Invalid import ID", err.Error())
 		return
 	}
-	m := importedDeployment(req.ID, host, port)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	resp.Diagnostics.Append(setImported(ctx, &resp.State, importedDeployment(req.ID, host, port))...)
 	resp.Diagnostics.Append(markImported(ctx, resp.Private)...)
 }
 
@@ -662,20 +685,10 @@ func parseDeploymentImportID(id string) (host string, port int, err error) {
 	return host, port, nil
 }
 
-// importedDeployment is the state an import starts from: the head and the
-// port, the schema's defaults, and null for everything Read fills in from
-// the running server (or the first plan from the configuration).
-func importedDeployment(id, host string, port int) vllmModel {
-	return vllmModel{ID: types.StringValue(id), Port: types.Int64Value(int64(port)),
-		Head: &headAccess{NodeAccess: providerdata.NodeAccess{SSHHost: types.StringValue(host), SSHPort: types.Int64Null(),
-			SSHUser: types.StringNull(), HostKey: types.StringNull()}},
-		RayAddress: types.StringNull(), Model: types.StringNull(), ServedModelName: types.StringNull(),
-		TP: types.Int64Value(1), PP: types.Int64Value(1), Host: types.StringValue(vllm.DefaultHost), HostIP: types.StringNull(), APIKeyWO: types.StringNull(),
-		APIKeyWOVersion: types.Int64Null(), APIKeyFile: types.StringNull(), Env: types.MapNull(types.StringType),
-		SecretEnvWO: types.MapNull(types.StringType), SecretEnvWOVer: types.Int64Null(),
-		ExtraArgs: types.ListNull(types.StringType), VLLMCommand: types.StringNull(), Endpoint: types.StringNull(),
-		PlacementIP: types.StringNull(), ProcessIdentity: types.StringNull(), Status: types.StringNull(),
-		VLLMVersion: types.StringNull(), Executor: types.StringNull(), PlacementPinned: types.BoolNull(),
-		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{
-			"create": types.StringType, "update": types.StringType, "delete": types.StringType})}}
+// importedDeployment is what an import knows before Read: the head and the
+// port, and the defaults of what Read cannot tell from a command line that
+// leaves them out. Read fills in the rest from the running server.
+func importedDeployment(id, host string, port int) []imported {
+	return []imported{{path.Root("id"), id}, {path.Root("port"), int64(port)}, {path.Root("head").AtName("ssh_host"), host},
+		{path.Root("tensor_parallel_size"), int64(1)}, {path.Root("pipeline_parallel_size"), int64(1)}, {path.Root("host"), vllm.DefaultHost}}
 }

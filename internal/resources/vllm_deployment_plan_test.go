@@ -147,7 +147,8 @@ func TestParseDeploymentImportID(t *testing.T) {
 }
 
 func TestImportedDeployment(t *testing.T) {
-	m := importedDeployment("spark1:8000", "spark1", 8000)
+	var m vllmModel
+	importedModel(t, NewVLLMDeployment(), importedDeployment("spark1:8000", "spark1", 8000), &m)
 	if m.ID.ValueString() != "spark1:8000" || m.Head.SSHHost.ValueString() != "spark1" || m.Port.ValueInt64() != 8000 ||
 		m.TP.ValueInt64() != 1 || m.PP.ValueInt64() != 1 || m.Host.ValueString() != "0.0.0.0" {
 		t.Fatalf("imported %+v", m)
