@@ -32,6 +32,7 @@ type simLab struct {
 	model    *sim.Model
 	eps      []sim.Endpoint
 	provider map[string]any
+	cluster  sim.State // the spark_ray_cluster a test keeps, when it needs its state
 }
 
 func newSimLab(t *testing.T, nodes int) *simLab {

@@ -262,7 +262,7 @@ func (r *vllmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	planComputed(&plan)
+	planComputed(&plan, &config)
 	// Again here: at validate, ray_address is unknown when it comes from
 	// the cluster's head_address.
 	if checkServePort(plan, &resp.Diagnostics); resp.Diagnostics.HasError() {
@@ -284,8 +284,12 @@ func (r *vllmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 
 // planComputed plans the values that follow from the configuration alone:
 // the served name, the ID and endpoint, and the status a plan promises.
-func planComputed(plan *vllmModel) {
-	if plan.ServedModelName.IsUnknown() && !plan.Model.IsUnknown() {
+// The served name left out of the configuration is the model's, also when
+// the state has another (Terraform's proposal keeps the state's value of
+// a computed attribute the configuration drops, and the server would keep
+// serving the old name).
+func planComputed(plan, config *vllmModel) {
+	if (plan.ServedModelName.IsUnknown() || config.ServedModelName.IsNull()) && !plan.Model.IsUnknown() {
 		plan.ServedModelName = types.StringValue(plan.Model.ValueString())
 	}
 	if !plan.Head.SSHHost.IsUnknown() && !plan.Port.IsUnknown() {

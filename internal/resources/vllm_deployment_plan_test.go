@@ -51,7 +51,7 @@ func TestPlanComputed(t *testing.T) {
 	m := servingDeployment()
 	m.ServedModelName, m.ID, m.Endpoint, m.Status = types.StringUnknown(), types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
 	m.Port = types.Int64Value(8001)
-	planComputed(m)
+	planComputed(m, &vllmModel{})
 	if m.ServedModelName.ValueString() != "m" || m.ID.ValueString() != "spark1:8001" ||
 		m.Endpoint.ValueString() != "http://spark1:8001/v1" || m.Status.ValueString() != statusServing {
 		t.Errorf("planned %v %v %v %v", m.ServedModelName, m.ID, m.Endpoint, m.Status)
@@ -59,9 +59,16 @@ func TestPlanComputed(t *testing.T) {
 	m = servingDeployment()
 	m.ServedModelName, m.ID = types.StringValue("chat"), types.StringUnknown()
 	m.Head.SSHHost = types.StringUnknown()
-	planComputed(m)
+	planComputed(m, &vllmModel{ServedModelName: types.StringValue("chat")})
 	if m.ServedModelName.ValueString() != "chat" || !m.ID.IsUnknown() {
 		t.Errorf("a given name is kept, an unknown head leaves the ID unknown: %v %v", m.ServedModelName, m.ID)
+	}
+	// Left out of the configuration, the state's name goes: the model's is served.
+	m = servingDeployment()
+	m.ServedModelName = types.StringValue("chat")
+	planComputed(m, &vllmModel{ServedModelName: types.StringNull()})
+	if m.ServedModelName.ValueString() != "m" {
+		t.Errorf("served_model_name removed from the configuration is planned as %v, want the model's", m.ServedModelName)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"slices"
 )
 
 // What a test can vary on the simulated nodes: an operator's mistake or a
@@ -124,6 +125,17 @@ func (m *Model) VLLM(i, port int) (identity, served string, env map[string]strin
 		return "", "", nil, false
 	}
 	return v.identity(), v.served, maps.Clone(v.env), true
+}
+
+// VLLMCmdline is the command line of the vllm serve on port of node i, as
+// /proc/<pid>/cmdline has it; nil when none listens there.
+func (m *Model) VLLMCmdline(i, port int) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if v := m.vllmAt(i, port); v != nil {
+		return slices.Clone(v.cmdline)
+	}
+	return nil
 }
 
 // KillVLLM kills the vllm serve on port of node i: its files stay.

@@ -1,7 +1,7 @@
 // Package vllm runs `vllm serve` on a Ray head. What it builds is pure: the
 // command line (ServeArgv), the parsers of extra_args and of a running
 // server's command line and environment (ParseParallel, ParseServeArgv,
-// ParseFind), the host_ip check, and the shell scripts a node runs (launch,
+// ParseFind), and the shell scripts a node runs (launch,
 // stop, status, launch lock, find) as constants. The I/O is in two places:
 // Server's methods run those scripts over its SSH connection and reach the
 // server's HTTP port through it (server.go), and WaitReady, the readiness
