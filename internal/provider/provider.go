@@ -294,7 +294,7 @@ func expandHome(p string) string {
 }
 
 func (p *sparkProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{resources.NewRayCluster, resources.NewVLLMDeployment}
+	return []func() resource.Resource{resources.NewRayCluster, resources.NewVLLMDeployment, resources.NewModel}
 }
 
 func (p *sparkProvider) DataSources(context.Context) []func() datasource.DataSource {

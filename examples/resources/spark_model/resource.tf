@@ -1,0 +1,19 @@
+# The model is on spark1 (downloaded once, or a Hugging Face cache snapshot);
+# spark2 gets it over the fabric, from spark1, never through this machine.
+resource "spark_model" "qwen" {
+  source = {
+    ssh_host = "10.1.230.180"
+    path     = "/models/Qwen2.5-7B-Instruct"
+  }
+  targets = {
+    spark2 = {
+      ssh_host = "10.1.230.181"
+      address  = "192.168.200.13" # spark2's fabric address: the copy arrives here
+    }
+  }
+}
+
+# Every node now has the same files at the same path.
+output "model_path" {
+  value = spark_model.qwen.source.path
+}

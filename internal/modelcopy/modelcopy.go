@@ -1,0 +1,239 @@
+// Package modelcopy puts a model's files on nodes: it reads the manifest at
+// the source, lists what each target holds, and copies what a target lacks
+// from the source node to the target node over the target's named address
+// (internal/modelfiles: the scripts and the copy's protocol), never through
+// the machine running Terraform. All of it is SSH through transport.
+package modelcopy
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/modelfiles"
+	"github.com/lab-infra/terraform-provider-spark/internal/transport"
+)
+
+// Node is a directory on a node.
+type Node struct {
+	Name     string // "source" or the target's key, for messages
+	Endpoint transport.Endpoint
+	Path     string
+	// Address is where a target receives a copy (its fabric IP): the
+	// receiver binds it, the source dials it. Unused for the source.
+	Address string
+}
+
+// Manager runs the reads and copies; one per provider process.
+type Manager struct {
+	Pool *transport.Pool
+	// Python runs the scripts on every node ("python3" unless the
+	// configuration names another).
+	Python string
+}
+
+// Error is a failure on one node: the node and the path, and why.
+type Error struct {
+	Node, Host, Path string
+	Err              error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s (%s), %s: %v", e.Node, e.Host, e.Path, e.Err)
+}
+func (e *Error) Unwrap() error { return e.Err }
+
+func (m *Manager) python() string {
+	if m.Python == "" {
+		return "python3"
+	}
+	return m.Python
+}
+
+// Read lists n's directory: with hash, each file's SHA-256 too (a full
+// read of every byte), else names and sizes. missing: no such directory.
+func (m *Manager) Read(ctx context.Context, n Node, hash bool) (modelfiles.Manifest, bool, error) {
+	conn, err := m.Pool.Get(ctx, n.Endpoint)
+	if err != nil {
+		return nil, false, &Error{Node: n.Name, Host: n.Endpoint.Host, Path: n.Path, Err: err}
+	}
+	mode, step := "sizes", "list the model's files"
+	if hash {
+		mode, step = "hash", "hash the model's files"
+	}
+	res, err := conn.Run(ctx, transport.Cmd{Step: step, Argv: []string{m.python(), "-c", modelfiles.ManifestScript, n.Path, mode}})
+	if err != nil {
+		return nil, false, &Error{Node: n.Name, Host: n.Endpoint.Host, Path: n.Path, Err: err}
+	}
+	man, missing, err := modelfiles.ParseManifest(string(res.Stdout))
+	if err != nil {
+		return nil, false, &Error{Node: n.Name, Host: n.Endpoint.Host, Path: n.Path, Err: err}
+	}
+	return man, missing, nil
+}
+
+// Place makes every target hold the manifest's files: it hashes what each
+// target already has, and copies what it lacks from src, the targets in
+// parallel. It returns, by target, the files it copied there (those a
+// destroy may remove), also when some target failed: one error per target
+// that did not get all of its files, in target order.
+func (m *Manager) Place(ctx context.Context, src Node, man modelfiles.Manifest, targets []Node) (map[string][]string, error) {
+	copied := map[string][]string{}
+	errs := make([]error, len(targets))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			files, err := m.placeOne(ctx, src, man, t)
+			mu.Lock()
+			copied[t.Name] = files
+			mu.Unlock()
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	return copied, errors.Join(errs...)
+}
+
+func (m *Manager) placeOne(ctx context.Context, src Node, man modelfiles.Manifest, t Node) ([]string, error) {
+	have, _, err := m.Read(ctx, t, true)
+	if err != nil {
+		return nil, err
+	}
+	todo := modelfiles.Missing(man, have)
+	if len(todo) == 0 {
+		return nil, nil
+	}
+	done, err := m.copy(ctx, src, man, t, todo)
+	if err != nil {
+		return done, &Error{Node: t.Name, Host: t.Endpoint.Host, Path: t.Path, Err: err}
+	}
+	return done, nil
+}
+
+// copy runs one copy's two ends side by side: the receiver on t, the
+// sender on src. A port another program holds (the receiver's exit 3) is
+// tried again on another port, twice.
+func (m *Manager) copy(ctx context.Context, src Node, man modelfiles.Manifest, t Node, files []string) ([]string, error) {
+	recvConn, err := m.Pool.Get(ctx, t.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	sendConn, err := m.Pool.Get(ctx, src.Endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("the source: %w", err)
+	}
+	var lastErr error
+	for range 3 {
+		token := make([]byte, 32)
+		var p [2]byte
+		_, _ = rand.Read(token)
+		_, _ = rand.Read(p[:])
+		job, err := modelfiles.NewJob(man, files, t.Path, t.Address, modelfiles.Port(p), token, 60)
+		if err != nil {
+			return nil, err
+		}
+		done, err := m.run(ctx, recvConn, sendConn, job, src.Path)
+		var te *transport.Error
+		if errors.As(err, &te) && te.ExitStatus == 3 {
+			lastErr = err
+			continue
+		}
+		return done, err
+	}
+	return nil, lastErr
+}
+
+// run is one attempt: both ends, the sender cancelled when the receiver
+// fails and the other way round, so neither waits out its timeout.
+func (m *Manager) run(ctx context.Context, recvConn, sendConn *transport.Conn, job modelfiles.Job, srcDir string) ([]string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var recvOut string
+	var recvErr error
+	got := make(chan struct{})
+	go func() {
+		defer close(got)
+		res, err := recvConn.Run(ctx, transport.Cmd{Step: "receive the model's files",
+			Argv: []string{m.python(), "-c", modelfiles.ReceiveScript}, Stdin: job.Stdin()})
+		if res != nil {
+			recvOut = string(res.Stdout)
+		}
+		if recvErr = err; err != nil {
+			cancel()
+		}
+	}()
+	send := job
+	send.Dir = srcDir
+	_, sendErr := sendConn.Run(ctx, transport.Cmd{Step: "send the model's files",
+		Argv: []string{m.python(), "-c", modelfiles.SendScript}, Stdin: send.Stdin()})
+	if sendErr != nil && recvErr == nil {
+		cancel()
+	}
+	<-got
+	done := modelfiles.Received(recvOut)
+	switch {
+	case recvErr != nil:
+		return done, recvErr
+	case sendErr != nil:
+		return done, fmt.Errorf("the source: %w", sendErr)
+	}
+	return done, nil
+}
+
+// Remove deletes files (and their .partial) from t's directory, then the
+// directories that left empty.
+func (m *Manager) Remove(ctx context.Context, t Node, files []string) error {
+	if len(files) == 0 {
+		return nil
+	}
+	conn, err := m.Pool.Get(ctx, t.Endpoint)
+	if err != nil {
+		return &Error{Node: t.Name, Host: t.Endpoint.Host, Path: t.Path, Err: err}
+	}
+	sorted := slices.Sorted(slices.Values(files))
+	if _, err := conn.Run(ctx, transport.Cmd{Step: "remove the model's files",
+		Argv: transport.Script(modelfiles.RemoveScript, append([]string{t.Path}, sorted...)...)}); err != nil {
+		return &Error{Node: t.Name, Host: t.Endpoint.Host, Path: t.Path, Err: err}
+	}
+	return nil
+}
+
+// Drift lists, for each target, the manifest's files it lacks now, by a
+// listing of names and sizes (never a read of the bytes); a target whose
+// directory is gone lacks them all. Targets that cannot be read are an
+// error naming them.
+func (m *Manager) Drift(ctx context.Context, man modelfiles.Manifest, targets []Node) (map[string][]string, error) {
+	out := map[string][]string{}
+	errs := make([]error, len(targets))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			have, _, err := m.Read(ctx, t, false)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			mu.Lock()
+			out[t.Name] = modelfiles.Missing(man, have)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// Names is targets' names, for messages.
+func Names(targets map[string]Node) string {
+	return strings.Join(slices.Sorted(maps.Keys(targets)), ", ")
+}

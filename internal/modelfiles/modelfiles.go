@@ -1,0 +1,373 @@
+// Package modelfiles holds what spark_model runs on the nodes and reads
+// back, as pure values: the manifest script and its parser, the plan of a
+// copy (which files a target lacks), and the receiver and sender of a copy
+// between two nodes, with the job each is given on its standard input.
+// Nothing here does I/O; internal/modelcopy runs these over SSH.
+//
+// A copy goes from node to node over the address the operator names (the
+// fabric), never through the operator's machine. The receiver listens on
+// that address only, for one sender, on a port chosen for this copy; both
+// ends hold a random token, given to each over its own SSH session (stdin,
+// never argv), and each proves it to the other (HMAC-SHA256 over both
+// ends' nonces) before a byte of the model moves: a program that happens
+// to listen on the port gets nothing, and nothing but the sender can write
+// into the model's directory. Each file arrives as <name>.partial, is
+// hashed as it arrives, and becomes <name> only when its SHA-256 is the
+// manifest's; a copy that stops resumes from what the .partial holds.
+package modelfiles
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// File is one file of a model as the manifest has it.
+type File struct {
+	Size   int64
+	SHA256 string // hex
+}
+
+// Manifest is a model directory's files by their path below it ("/"
+// separated, never absolute, never with "..").
+type Manifest map[string]File
+
+// Bytes is the model's size.
+func (m Manifest) Bytes() int64 {
+	var n int64
+	for _, f := range m {
+		n += f.Size
+	}
+	return n
+}
+
+// ManifestScript prints the files below a directory ($1): with $2 = "hash"
+// each file's size, SHA-256 and path, else size and path only (a listing in
+// milliseconds, for drift). Symlinks are followed, as a Hugging Face cache
+// snapshot is links into blobs/; .partial files (a copy under way) are
+// not the model's. A directory that does not exist prints @@missing. One
+// JSON object per line, so any file name survives.
+const ManifestScript = `
+import hashlib, json, os, sys
+top, mode = sys.argv[1], sys.argv[2]
+if not os.path.isdir(top):
+    print("@@missing")
+    sys.exit(0)
+for root, dirs, files in os.walk(top, followlinks=True):
+    dirs.sort()
+    for name in sorted(files):
+        if name.endswith(".partial"):
+            continue
+        full = os.path.join(root, name)
+        rel = os.path.relpath(full, top).replace(os.sep, "/")
+        try:
+            size = os.path.getsize(full)
+        except OSError:
+            continue
+        entry = {"path": rel, "size": size}
+        if mode == "hash":
+            h = hashlib.sha256()
+            with open(full, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 22), b""):
+                    h.update(chunk)
+            entry["sha256"] = h.hexdigest()
+        print(json.dumps(entry))
+print("@@end")
+`
+
+// ParseManifest reads ManifestScript's output: the manifest, or missing
+// true when the directory does not exist. Without hashes (a listing), each
+// File's SHA256 is "".
+func ParseManifest(out string) (m Manifest, missing bool, err error) {
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) > 0 && lines[0] == "@@missing" {
+		return nil, true, nil
+	}
+	if len(lines) == 0 || lines[len(lines)-1] != "@@end" {
+		return nil, false, fmt.Errorf("the file listing is truncated (no end marker): %q", tail(out))
+	}
+	m = Manifest{}
+	for _, line := range lines[:len(lines)-1] {
+		var e struct {
+			Path   string `json:"path"`
+			Size   int64  `json:"size"`
+			SHA256 string `json:"sha256"`
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			return nil, false, fmt.Errorf("the file listing has an unreadable line %q: %w", line, err)
+		}
+		if err := CheckPath(e.Path); err != nil {
+			return nil, false, err
+		}
+		m[e.Path] = File{Size: e.Size, SHA256: e.SHA256}
+	}
+	return m, false, nil
+}
+
+// CheckPath refuses a path that could leave the model's directory.
+func CheckPath(p string) error {
+	if p == "" || path.IsAbs(p) || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") || strings.ContainsRune(p, 0) {
+		return fmt.Errorf("file path %q is not a plain path below the model's directory", p)
+	}
+	return nil
+}
+
+// Missing lists, sorted, the files of want that have lacks: absent, or of
+// another size (a listing shows no more), or, where have holds hashes,
+// with another SHA-256. Files have holds beyond want are not the model's
+// business and are left alone.
+func Missing(want, have Manifest) []string {
+	var out []string
+	for p, f := range want {
+		h, ok := have[p]
+		if !ok || h.Size != f.Size || h.SHA256 != "" && f.SHA256 != "" && h.SHA256 != f.SHA256 {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Job is what both ends of one copy read on their standard input: the
+// files to move (with the manifest's size and hash), the directory each
+// end reads or writes, where the receiver listens, and the token.
+type Job struct {
+	Dir     string    `json:"dir"`
+	Address string    `json:"address"` // the receiver's: the IP it binds to, the sender dials
+	Port    int       `json:"port"`
+	Token   string    `json:"token"` // hex, 32 bytes
+	Files   []JobFile `json:"files"`
+	// Wait is how long the receiver waits for its sender, and the sender
+	// for the receiver to listen, in seconds.
+	Wait int `json:"wait"`
+}
+
+// JobFile is one file of a Job.
+type JobFile struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// NewJob is the job that copies files (paths of m) to dir, the receiver
+// listening on address:port; token is 32 random bytes.
+func NewJob(m Manifest, files []string, dir, address string, port int, token []byte, wait int) (Job, error) {
+	if len(token) != 32 {
+		return Job{}, fmt.Errorf("a copy token is 32 bytes, not %d", len(token))
+	}
+	j := Job{Dir: dir, Address: address, Port: port, Token: hex.EncodeToString(token), Wait: wait}
+	for _, p := range files {
+		f, ok := m[p]
+		if !ok {
+			return Job{}, fmt.Errorf("%s is not in the manifest", p)
+		}
+		if err := CheckPath(p); err != nil {
+			return Job{}, err
+		}
+		j.Files = append(j.Files, JobFile{Path: p, Size: f.Size, SHA256: f.SHA256})
+	}
+	return j, nil
+}
+
+// Stdin is the job as a line for a script's standard input.
+func (j Job) Stdin() []byte {
+	b, _ := json.Marshal(j) // strings, ints and slices of them: cannot fail
+	return append(b, '\n')
+}
+
+// ReceiveScript is the receiving end of a copy; its job on stdin, its
+// directory the job's (made if missing). It binds the job's address and
+// port (exit 3 when it cannot: another program holds the port), prints
+// @@listening, and waits for a sender that proves the token (others are
+// dropped). It tells the sender how much of each file a .partial already
+// holds, receives the rest, hashes each file as it arrives, and renames it
+// into place only when its SHA-256 is the job's (exit 5 when it is not, the
+// .partial removed). @@done <path> per file, @@end when all are in place.
+// Exit 4: no sender came in time, or it stopped mid-file (the .partial
+// keeps what arrived).
+const ReceiveScript = `
+import hashlib, hmac, json, os, socket, sys
+job = json.loads(sys.stdin.readline())
+token = bytes.fromhex(job["token"])
+def fail(code, msg):
+    print(msg, file=sys.stderr)
+    sys.exit(code)
+def exact(c, n):
+    b = bytearray()
+    while len(b) < n:
+        part = c.recv(n - len(b))
+        if not part:
+            raise ConnectionError("the sender closed the connection")
+        b += part
+    return bytes(b)
+os.makedirs(job["dir"], exist_ok=True)
+family = socket.AF_INET6 if ":" in job["address"] else socket.AF_INET
+s = socket.socket(family, socket.SOCK_STREAM)
+try:
+    s.bind((job["address"], job["port"]))
+except OSError as e:
+    fail(3, "cannot listen on %s port %d: %s" % (job["address"], job["port"], e))
+s.listen(4)
+s.settimeout(job["wait"])
+print("@@listening", flush=True)
+while True:
+    try:
+        c, peer = s.accept()
+    except socket.timeout:
+        fail(4, "no sender connected to %s port %d within %d s" % (job["address"], job["port"], job["wait"]))
+    c.settimeout(60)
+    try:
+        mine = os.urandom(16)
+        c.sendall(mine)
+        theirs = exact(c, 48)
+        want = hmac.new(token, b"send" + mine + theirs[:16], hashlib.sha256).digest()
+        if hmac.compare_digest(theirs[16:], want):
+            c.sendall(hmac.new(token, b"recv" + theirs[:16] + mine, hashlib.sha256).digest())
+            break
+    except (OSError, ConnectionError):
+        pass
+    c.close()
+s.close()
+offsets = []
+for f in job["files"]:
+    part = os.path.join(job["dir"], f["path"]) + ".partial"
+    have = os.path.getsize(part) if os.path.isfile(part) else 0
+    offsets.append(have if have <= f["size"] else 0)
+c.sendall((json.dumps(offsets) + "\n").encode())
+buf = bytearray(1 << 22)
+view = memoryview(buf)
+for f, off in zip(job["files"], offsets):
+    final = os.path.join(job["dir"], f["path"])
+    part = final + ".partial"
+    os.makedirs(os.path.dirname(final), exist_ok=True)
+    h = hashlib.sha256()
+    with open(part, "r+b" if off else "wb") as out:
+        if off:
+            left = off
+            while left:
+                chunk = out.read(min(left, 1 << 22))
+                h.update(chunk)
+                left -= len(chunk)
+        out.seek(off)
+        out.truncate()
+        left = f["size"] - off
+        while left:
+            try:
+                n = c.recv_into(view, min(left, len(buf)))
+            except OSError as e:
+                fail(4, "the copy of %s stopped: %s" % (f["path"], e))
+            if not n:
+                fail(4, "the sender stopped in %s with %d bytes to go" % (f["path"], left))
+            out.write(view[:n])
+            h.update(view[:n])
+            left -= n
+    if h.hexdigest() != f["sha256"]:
+        os.remove(part)
+        fail(5, "%s arrived with SHA-256 %s, the manifest has %s" % (f["path"], h.hexdigest(), f["sha256"]))
+    os.replace(part, final)
+    print("@@done " + f["path"], flush=True)
+c.close()
+print("@@end")
+`
+
+// SendScript is the sending end of a copy; its job on stdin, its directory
+// the source's. It dials the receiver (retrying until the job's wait is
+// up), makes the receiver prove the token before anything is sent (exit 6
+// when it cannot: something else listens there), checks each file still
+// has the manifest's size (exit 7), and sends what the receiver lacks with
+// sendfile. @@end when all is sent.
+const SendScript = `
+import hashlib, hmac, json, os, socket, sys, time
+job = json.loads(sys.stdin.readline())
+token = bytes.fromhex(job["token"])
+def fail(code, msg):
+    print(msg, file=sys.stderr)
+    sys.exit(code)
+def exact(c, n):
+    b = bytearray()
+    while len(b) < n:
+        part = c.recv(n - len(b))
+        if not part:
+            raise ConnectionError("the receiver closed the connection")
+        b += part
+    return bytes(b)
+for f in job["files"]:
+    size = os.path.getsize(os.path.join(job["dir"], f["path"]))
+    if size != f["size"]:
+        fail(7, "%s on the source is %d bytes, the manifest has %d: the source changed" % (f["path"], size, f["size"]))
+deadline = time.monotonic() + job["wait"]
+while True:
+    try:
+        c = socket.create_connection((job["address"], job["port"]), timeout=5)
+        break
+    except OSError as e:
+        if time.monotonic() > deadline:
+            fail(4, "cannot reach the receiver at %s port %d: %s" % (job["address"], job["port"], e))
+        time.sleep(0.2)
+c.settimeout(60)
+try:
+    theirs = exact(c, 16)
+    mine = os.urandom(16)
+    c.sendall(mine + hmac.new(token, b"send" + theirs + mine, hashlib.sha256).digest())
+    proof = exact(c, 32)
+except (OSError, ConnectionError) as e:
+    fail(6, "%s port %d is not this copy's receiver: %s" % (job["address"], job["port"], e))
+if not hmac.compare_digest(proof, hmac.new(token, b"recv" + mine + theirs, hashlib.sha256).digest()):
+    fail(6, "%s port %d is not this copy's receiver: it did not prove the token" % (job["address"], job["port"]))
+line = b""
+while not line.endswith(b"\n"):
+    part = c.recv(65536)
+    if not part:
+        fail(4, "the receiver closed the connection before the transfer")
+    line += part
+offsets = json.loads(line)
+for f, off in zip(job["files"], offsets):
+    with open(os.path.join(job["dir"], f["path"]), "rb") as src:
+        if f["size"] > off and c.sendfile(src, off, f["size"] - off) != f["size"] - off:
+            fail(7, "%s ended early on the source" % f["path"])
+c.shutdown(socket.SHUT_WR)
+c.recv(1)
+print("@@end")
+`
+
+// Received reads ReceiveScript's output: the files it put in place.
+func Received(out string) []string {
+	var done []string
+	for _, line := range strings.Split(out, "\n") {
+		if p, ok := strings.CutPrefix(line, "@@done "); ok {
+			done = append(done, p)
+		}
+	}
+	return done
+}
+
+// RemoveScript removes the named files ($2...) below a directory ($1),
+// with any .partial beside them, then the directories the removal left
+// empty (never the directory's parents). Files it did not copy are kept.
+const RemoveScript = `dir=$1; shift
+for f in "$@"; do rm -f -- "$dir/$f" "$dir/$f.partial"; done
+find "$dir" -depth -type d -empty -delete 2>/dev/null
+exit 0
+`
+
+func tail(s string) string {
+	if len(s) > 200 {
+		return "..." + s[len(s)-200:]
+	}
+	return s
+}
+
+// Port picks a copy's port from b (any 2 random bytes): a port in
+// 42000-42999, above Ray's and vLLM's usual ones.
+func Port(b [2]byte) int {
+	return 42000 + (int(b[0])<<8|int(b[1]))%1000
+}
+
+// Describe is a manifest for a message: how many files, how many bytes.
+func Describe(m Manifest) string {
+	return strconv.Itoa(len(m)) + " files, " + strconv.FormatInt(m.Bytes(), 10) + " bytes"
+}

@@ -1,0 +1,325 @@
+package modelfiles
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// python3 runs a script as a node would, on this machine (the scripts need
+// only Python's standard library): no node, no lab.
+func python3(t *testing.T, script string, stdin []byte, args ...string) (string, string, int) {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("python3 is not on PATH")
+		}
+		t.Skip("python3 is not on PATH")
+	}
+	cmd := exec.Command(py, append([]string{"-c", script}, args...)...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func write(t *testing.T, dir, name string, data []byte) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sum(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// model is a small model directory: a weights file larger than one
+// receive buffer, a config, a nested tokenizer file, a symlink (as a
+// Hugging Face snapshot has), and a .partial that is not the model's.
+func model(t *testing.T) (string, map[string][]byte) {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string][]byte{"model.safetensors": make([]byte, 9<<20+7), "config.json": []byte(`{"a": 1}`),
+		"tokenizer/vocab.txt": []byte("hello\nworld\n")}
+	_, _ = rand.Read(files["model.safetensors"])
+	for n, b := range files {
+		write(t, dir, n, b)
+	}
+	blobs := t.TempDir()
+	write(t, blobs, "blob", []byte("linked"))
+	if err := os.Symlink(filepath.Join(blobs, "blob"), filepath.Join(dir, "linked.bin")); err != nil {
+		t.Fatal(err)
+	}
+	files["linked.bin"] = []byte("linked")
+	write(t, dir, "other.partial", []byte("in flight"))
+	return dir, files
+}
+
+func TestManifestScript(t *testing.T) {
+	dir, files := model(t)
+	out, stderr, code := python3(t, ManifestScript, nil, dir, "hash")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	m, missing, err := ParseManifest(out)
+	if err != nil || missing {
+		t.Fatalf("%v %v", missing, err)
+	}
+	if len(m) != len(files) {
+		t.Fatalf("manifest %v, want the %d files (no .partial)", m, len(files))
+	}
+	for n, b := range files {
+		if m[n] != (File{Size: int64(len(b)), SHA256: sum(b)}) {
+			t.Errorf("%s: %+v, want size %d sha256 %s", n, m[n], len(b), sum(b))
+		}
+	}
+	out, _, _ = python3(t, ManifestScript, nil, dir, "sizes")
+	l, _, err := ParseManifest(out)
+	if err != nil || l["config.json"] != (File{Size: 8}) {
+		t.Errorf("a listing: %+v %v", l["config.json"], err)
+	}
+	out, _, _ = python3(t, ManifestScript, nil, filepath.Join(dir, "nope"), "sizes")
+	if _, missing, err := ParseManifest(out); !missing || err != nil {
+		t.Errorf("a missing directory: %v %v", missing, err)
+	}
+}
+
+func TestParseManifestRefuses(t *testing.T) {
+	for _, out := range []string{"", `{"path": "a", "size": 1}`, "not json\n@@end", `{"path": "../etc/passwd", "size": 1}` + "\n@@end",
+		`{"path": "/etc/passwd", "size": 1}` + "\n@@end", `{"path": "a/../../b", "size": 1}` + "\n@@end"} {
+		if _, _, err := ParseManifest(out); err == nil {
+			t.Errorf("%q parsed", out)
+		}
+	}
+}
+
+func TestMissing(t *testing.T) {
+	want := Manifest{"a": {1, "aa"}, "b": {2, "bb"}, "c": {3, "cc"}, "d": {4, "dd"}}
+	have := Manifest{"a": {1, ""}, "b": {5, ""}, "d": {4, "xx"}, "extra": {9, ""}}
+	if got := strings.Join(Missing(want, have), ","); got != "b,c,d" {
+		t.Errorf("missing %q, want b (size), c (absent), d (hash)", got)
+	}
+}
+
+// copyEnds runs a receiver into dst and a sender from src for job, side
+// by side, as two nodes would: both outputs and exit codes.
+func copyEnds(t *testing.T, job Job, src, dst string) (recv, send string, recvCode, sendCode int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		j := job
+		j.Dir = dst
+		var stderr string
+		recv, stderr, recvCode = python3(t, ReceiveScript, j.Stdin())
+		recv += stderr
+	}()
+	j := job
+	j.Dir = src
+	var stderr string
+	send, stderr, sendCode = python3(t, SendScript, j.Stdin())
+	send += stderr
+	wg.Wait()
+	return recv, send, recvCode, sendCode
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func token() []byte {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return b
+}
+
+func manifestOf(t *testing.T, dir string) Manifest {
+	t.Helper()
+	out, stderr, code := python3(t, ManifestScript, nil, dir, "hash")
+	m, _, err := ParseManifest(out)
+	if code != 0 || err != nil {
+		t.Fatalf("manifest of %s: %d %s %v", dir, code, stderr, err)
+	}
+	return m
+}
+
+func allOf(m Manifest) []string { return Missing(m, Manifest{}) }
+
+func TestCopyLandsVerified(t *testing.T) {
+	src, files := model(t)
+	m := manifestOf(t, src)
+	dst := filepath.Join(t.TempDir(), "models", "tiny")
+	job, err := NewJob(m, allOf(m), "", "127.0.0.1", freePort(t), token(), 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv, send, rc, sc := copyEnds(t, job, src, dst)
+	if rc != 0 || sc != 0 {
+		t.Fatalf("receiver %d: %s\nsender %d: %s", rc, recv, sc, send)
+	}
+	if got := len(Received(recv)); got != len(files) {
+		t.Errorf("%d files reported done, want %d:\n%s", got, len(files), recv)
+	}
+	if got := manifestOf(t, dst); len(Missing(m, got)) != 0 || len(got) != len(m) {
+		t.Errorf("the copy differs: %v", Missing(m, got))
+	}
+	if _, err := os.Stat(filepath.Join(dst, "other.partial")); err == nil {
+		t.Error("a .partial that is not the model's was copied")
+	}
+}
+
+// A copy killed mid-file leaves a .partial; the next copy sends only the
+// rest of it, and the file is whole and verified.
+func TestCopyResumesAPartialFile(t *testing.T) {
+	src, files := model(t)
+	m := manifestOf(t, src)
+	dst := t.TempDir()
+	half := files["model.safetensors"][:4<<20]
+	write(t, dst, "model.safetensors.partial", half)
+	job, _ := NewJob(m, []string{"model.safetensors"}, "", "127.0.0.1", freePort(t), token(), 20)
+	recv, send, rc, sc := copyEnds(t, job, src, dst)
+	if rc != 0 || sc != 0 {
+		t.Fatalf("receiver %d: %s\nsender %d: %s", rc, recv, sc, send)
+	}
+	got, err := os.ReadFile(filepath.Join(dst, "model.safetensors"))
+	if err != nil || !bytes.Equal(got, files["model.safetensors"]) {
+		t.Fatalf("the resumed file differs (%d bytes, %v)", len(got), err)
+	}
+}
+
+// A file that arrives with another hash than the manifest's is not put in
+// place: the receiver fails naming it, and no .partial is left to resume.
+func TestCopyRefusesAFileThatDoesNotMatch(t *testing.T) {
+	src, _ := model(t)
+	m := manifestOf(t, src)
+	f := m["config.json"]
+	f.SHA256 = strings.Repeat("0", 64)
+	m["config.json"] = f
+	dst := t.TempDir()
+	job, _ := NewJob(m, []string{"config.json"}, "", "127.0.0.1", freePort(t), token(), 20)
+	recv, _, rc, _ := copyEnds(t, job, src, dst)
+	if rc != 5 || !strings.Contains(recv, "config.json arrived with SHA-256") {
+		t.Fatalf("receiver exit %d: %s", rc, recv)
+	}
+	if entries, _ := os.ReadDir(dst); len(entries) != 0 {
+		t.Errorf("left %v", entries)
+	}
+}
+
+// Whatever else listens on the copy's port gets nothing: the sender makes
+// it prove the token first.
+func TestSenderRefusesAnImpostor(t *testing.T) {
+	src, _ := model(t)
+	m := manifestOf(t, src)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	got := make(chan int, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			got <- -1
+			return
+		}
+		defer c.Close()
+		_, _ = c.Write(make([]byte, 16))
+		_ = c.SetReadDeadline(time.Now().Add(time.Second))
+		var all bytes.Buffer
+		_, _ = all.ReadFrom(c)
+		got <- all.Len()
+	}()
+	job, _ := NewJob(m, allOf(m), src, "127.0.0.1", l.Addr().(*net.TCPAddr).Port, token(), 5)
+	_, stderr, code := python3(t, SendScript, job.Stdin())
+	if code != 6 || !strings.Contains(stderr, "is not this copy's receiver") {
+		t.Fatalf("sender exit %d: %s", code, stderr)
+	}
+	if n := <-got; n > 48 {
+		t.Errorf("the impostor got %d bytes: more than the sender's nonce and proof", n)
+	}
+}
+
+// A sender without the token writes nothing: the receiver drops it and
+// goes on waiting for the real one.
+func TestReceiverDropsASenderWithoutTheToken(t *testing.T) {
+	src, files := model(t)
+	m := manifestOf(t, src)
+	dst := t.TempDir()
+	job, _ := NewJob(m, []string{"config.json"}, "", "127.0.0.1", freePort(t), token(), 20)
+	done := make(chan string, 1)
+	go func() {
+		j := job
+		j.Dir = dst
+		out, stderr, code := python3(t, ReceiveScript, j.Stdin())
+		done <- fmt.Sprintf("%d %s%s", code, out, stderr)
+	}()
+	wrong := job
+	wrong.Token, wrong.Dir = hex.EncodeToString(token()), src
+	_, stderr, code := python3(t, SendScript, wrong.Stdin())
+	if code != 6 {
+		t.Fatalf("a sender with another token: exit %d: %s", code, stderr)
+	}
+	right := job
+	right.Dir = src
+	if _, stderr, code := python3(t, SendScript, right.Stdin()); code != 0 {
+		t.Fatalf("the real sender: exit %d: %s", code, stderr)
+	}
+	if out := <-done; !strings.HasPrefix(out, "0 ") {
+		t.Fatalf("receiver: %s", out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "config.json")); !bytes.Equal(b, files["config.json"]) {
+		t.Errorf("config.json = %q", b)
+	}
+}
+
+func TestNewJobRefuses(t *testing.T) {
+	m := Manifest{"a": {1, "aa"}}
+	if _, err := NewJob(m, []string{"b"}, "", "10.0.0.1", 42000, token(), 5); err == nil {
+		t.Error("a file outside the manifest")
+	}
+	if _, err := NewJob(m, []string{"a"}, "", "10.0.0.1", 42000, []byte("short"), 5); err == nil {
+		t.Error("a short token")
+	}
+}
+
+func TestPort(t *testing.T) {
+	for _, b := range [][2]byte{{0, 0}, {255, 255}, {3, 232}} {
+		if p := Port(b); p < 42000 || p > 42999 {
+			t.Errorf("%v: port %d", b, p)
+		}
+	}
+}

@@ -1,0 +1,489 @@
+package resources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/modelcopy"
+	"github.com/lab-infra/terraform-provider-spark/internal/modelfiles"
+	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
+)
+
+// NewModel is the spark_model resource: a model's files, from a directory
+// on one node, on every target node, copied node to node.
+func NewModel() resource.Resource { return &modelResource{} }
+
+type modelResource struct {
+	pool *providerdata.Data
+}
+
+type modelModel struct {
+	ID            types.String            `tfsdk:"id"`
+	Source        *modelSource            `tfsdk:"source"`
+	Targets       map[string]*modelTarget `tfsdk:"targets"`
+	PythonCommand types.String            `tfsdk:"python_command"`
+	KeepOnDestroy types.Bool              `tfsdk:"keep_on_destroy"`
+	Files         types.Map               `tfsdk:"files"`
+	TotalBytes    types.Int64             `tfsdk:"total_bytes"`
+	Timeouts      timeouts.Value          `tfsdk:"timeouts"`
+}
+
+type modelSource struct {
+	providerdata.NodeAccess
+	Path types.String `tfsdk:"path"`
+}
+
+type modelTarget struct {
+	providerdata.NodeAccess
+	Address types.String `tfsdk:"address"`
+	Path    types.String `tfsdk:"path"`
+	Missing types.List   `tfsdk:"missing"`
+	Copied  types.List   `tfsdk:"copied"`
+}
+
+// fileType is one file of the manifest in state.
+var fileType = types.ObjectType{AttrTypes: map[string]attr.Type{"size": types.Int64Type, "sha256": types.StringType}}
+
+func (r *modelResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_model"
+}
+
+func (r *modelResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	data, diags := providerdata.From(req.ProviderData)
+	resp.Diagnostics.Append(diags...)
+	r.pool = data
+}
+
+func (r *modelResource) manager(m *modelModel) *modelcopy.Manager {
+	return &modelcopy.Manager{Pool: r.pool.Pool, Python: m.PythonCommand.ValueString()}
+}
+
+// sourceNode and targetNodes are the model's nodes as modelcopy has them.
+func (m *modelModel) sourceNode() modelcopy.Node {
+	return modelcopy.Node{Name: "source", Endpoint: m.Source.Endpoint(), Path: m.Source.Path.ValueString()}
+}
+
+func (m *modelModel) targetNodes() []modelcopy.Node {
+	out := make([]modelcopy.Node, 0, len(m.Targets))
+	for _, name := range slices.Sorted(maps.Keys(m.Targets)) {
+		t := m.Targets[name]
+		out = append(out, modelcopy.Node{Name: name, Endpoint: t.Endpoint(), Path: t.Path.ValueString(), Address: t.Address.ValueString()})
+	}
+	return out
+}
+
+// manifest is the state's files as modelcopy has them.
+func (m *modelModel) manifest(ctx context.Context) (modelfiles.Manifest, diag.Diagnostics) {
+	var files map[string]struct {
+		Size   types.Int64  `tfsdk:"size"`
+		SHA256 types.String `tfsdk:"sha256"`
+	}
+	diags := m.Files.ElementsAs(ctx, &files, false)
+	out := modelfiles.Manifest{}
+	for p, f := range files {
+		out[p] = modelfiles.File{Size: f.Size.ValueInt64(), SHA256: f.SHA256.ValueString()}
+	}
+	return out, diags
+}
+
+// setManifest writes man into the model's files and total_bytes.
+func (m *modelModel) setManifest(man modelfiles.Manifest) {
+	elems := make(map[string]attr.Value, len(man))
+	for p, f := range man {
+		elems[p] = types.ObjectValueMust(fileType.AttrTypes, map[string]attr.Value{
+			"size": types.Int64Value(f.Size), "sha256": types.StringValue(f.SHA256)})
+	}
+	m.Files = types.MapValueMust(fileType, elems)
+	m.TotalBytes = types.Int64Value(man.Bytes())
+}
+
+func stringList(s []string) types.List {
+	elems := make([]attr.Value, 0, len(s))
+	for _, v := range slices.Sorted(slices.Values(s)) {
+		elems = append(elems, types.StringValue(v))
+	}
+	return types.ListValueMust(types.StringType, elems)
+}
+
+func listOf(ctx context.Context, l types.List) []string {
+	var out []string
+	if !l.IsNull() && !l.IsUnknown() {
+		_ = l.ElementsAs(ctx, &out, false)
+	}
+	return out
+}
+
+// modelError is a modelcopy failure as a diagnostic: on the target it
+// names, or on the source.
+func modelError(diags *diag.Diagnostics, summary string, err error) {
+	var each []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		each = j.Unwrap()
+	} else {
+		each = []error{err}
+	}
+	for _, e := range each {
+		var me *modelcopy.Error
+		switch {
+		case errors.As(e, &me) && me.Node == "source":
+			diags.AddAttributeError(path.Root("source"), summary, e.Error())
+		case errors.As(e, &me):
+			diags.AddAttributeError(path.Root("targets").AtMapKey(me.Node), summary, e.Error())
+		default:
+			diags.AddError(summary, e.Error())
+		}
+	}
+}
+
+func (r *modelResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var m modelModel
+	if resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...); resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := m.Timeouts.Create(ctx, 6*time.Hour)
+	resp.Diagnostics.Append(diags...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	mgr := r.manager(&m)
+	man, ok := r.readSource(ctx, mgr, &m, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	m.setManifest(man)
+	copied, err := mgr.Place(ctx, m.sourceNode(), man, m.targetNodes())
+	if err != nil {
+		// Nothing is recorded: what arrived stays in place, verified, and
+		// the next apply copies only the rest.
+		modelError(&resp.Diagnostics, "Cannot copy the model", err)
+		return
+	}
+	for name, t := range m.Targets {
+		t.Missing, t.Copied = stringList(nil), stringList(copied[name])
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// readSource hashes the source directory: the manifest every copy is
+// checked against. A missing or empty directory is an error on
+// source.path.
+func (r *modelResource) readSource(ctx context.Context, mgr *modelcopy.Manager, m *modelModel, diags *diag.Diagnostics) (modelfiles.Manifest, bool) {
+	man, missing, err := mgr.Read(ctx, m.sourceNode(), true)
+	switch {
+	case err != nil:
+		modelError(diags, "Cannot read the model's source", err)
+		return nil, false
+	case missing || len(man) == 0:
+		diags.AddAttributeError(path.Root("source").AtName("path"), "The model's source directory is missing or empty",
+			fmt.Sprintf("source.path = %q on %s holds no files. Give the directory that holds the model (its config.json and weights), "+
+				"or a Hugging Face cache snapshot (…/hub/models--<org>--<name>/snapshots/<commit>).", m.Source.Path.ValueString(), m.Source.SSHHost.ValueString()))
+		return nil, false
+	}
+	return man, true
+}
+
+func (r *modelResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	ctx, cancel := providerdata.WithReadDeadline(ctx)
+	defer cancel()
+	var m modelModel
+	if resp.Diagnostics.Append(req.State.Get(ctx, &m)...); resp.Diagnostics.HasError() {
+		return
+	}
+	mgr := r.manager(&m)
+	if m.Files.IsNull() { // import: the manifest is read once, hashed at the source
+		man, ok := r.readSource(ctx, mgr, &m, &resp.Diagnostics)
+		if !ok {
+			return
+		}
+		m.setManifest(man)
+	} else if !r.readSourceDrift(ctx, mgr, &m, &resp.Diagnostics) {
+		return
+	}
+	man, diags := m.manifest(ctx)
+	if resp.Diagnostics.Append(diags...); resp.Diagnostics.HasError() {
+		return
+	}
+	drift, err := mgr.Drift(ctx, man, m.targetNodes())
+	if err != nil {
+		modelError(&resp.Diagnostics, "Cannot read the model's targets", err)
+		resp.Diagnostics = withGoneHint(resp.Diagnostics)
+		return
+	}
+	for name, t := range m.Targets {
+		t.Missing = stringList(drift[name])
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// readSourceDrift lists the source by names and sizes: a file changed,
+// added or removed there since the manifest was made is written into the
+// state's files without its hash, so the plan hashes the source again and
+// copies what changed.
+func (r *modelResource) readSourceDrift(ctx context.Context, mgr *modelcopy.Manager, m *modelModel, diags *diag.Diagnostics) bool {
+	man, d := m.manifest(ctx)
+	if diags.Append(d...); diags.HasError() {
+		return false
+	}
+	now, missing, err := mgr.Read(ctx, m.sourceNode(), false)
+	if err != nil {
+		modelError(diags, "Cannot read the model's source", err)
+		*diags = withGoneHint(*diags)
+		return false
+	}
+	if missing {
+		diags.AddAttributeWarning(path.Root("source").AtName("path"), "The model's source directory is gone",
+			fmt.Sprintf("%s is gone from %s; the copies on the targets are kept. A change that copies again needs the source back.",
+				m.Source.Path.ValueString(), m.Source.SSHHost.ValueString()))
+		return true
+	}
+	if len(modelfiles.Missing(man, now)) == 0 && len(modelfiles.Missing(now, man)) == 0 {
+		return true
+	}
+	m.setManifest(now) // sizes only: the hashes are read again at apply
+	return true
+}
+
+// sourceChanged: the state's manifest was rewritten from a listing (no
+// hashes), so the source changed since the copy.
+func sourceChanged(man modelfiles.Manifest) bool {
+	for _, f := range man {
+		if f.SHA256 == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// ModifyPlan plans, as named steps, the targets' paths, what each target
+// lacks now (drift, repaired by the apply and named in a warning), and
+// the manifest (read again when the source changed).
+func (r *modelResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	var plan modelModel
+	if resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...); resp.Diagnostics.HasError() {
+		return
+	}
+	var state *modelModel
+	if !req.State.Raw.IsNull() {
+		state = &modelModel{}
+		if resp.Diagnostics.Append(req.State.Get(ctx, state)...); resp.Diagnostics.HasError() {
+			return
+		}
+	}
+	planModelID(&plan)
+	planTargetPaths(&plan)
+	changed := planModelFiles(ctx, &plan, state)
+	planTargets(ctx, &plan, state, changed, &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// planModelID: the model is known by its source, "<ssh_host>:<path>".
+func planModelID(plan *modelModel) {
+	if plan.Source != nil && !plan.Source.SSHHost.IsUnknown() && !plan.Source.Path.IsUnknown() {
+		plan.ID = types.StringValue(plan.Source.SSHHost.ValueString() + ":" + plan.Source.Path.ValueString())
+	}
+}
+
+// planTargetPaths: a target without a path gets the source's.
+func planTargetPaths(plan *modelModel) {
+	for _, t := range plan.Targets {
+		if (t.Path.IsNull() || t.Path.IsUnknown()) && plan.Source != nil {
+			t.Path = plan.Source.Path
+		}
+	}
+}
+
+// planModelFiles plans the manifest: the state's, unless there is none yet
+// or the source changed since (then it is read at apply). It says whether
+// the files change.
+func planModelFiles(ctx context.Context, plan, state *modelModel) bool {
+	if state == nil || state.Files.IsNull() {
+		plan.Files, plan.TotalBytes = types.MapUnknown(fileType), types.Int64Unknown()
+		return true
+	}
+	man, _ := state.manifest(ctx)
+	if sourceChanged(man) {
+		plan.Files, plan.TotalBytes = types.MapUnknown(fileType), types.Int64Unknown()
+		return true
+	}
+	plan.Files, plan.TotalBytes = state.Files, state.TotalBytes
+	return false
+}
+
+// planTargets plans each target as holding every file after the apply
+// (missing empty), warns of each that lacks files now, naming them, and
+// plans copied unknown where the apply will copy.
+func planTargets(ctx context.Context, plan, state *modelModel, filesChange bool, diags *diag.Diagnostics) {
+	for name, t := range plan.Targets {
+		t.Missing = stringList(nil)
+		var old *modelTarget
+		if state != nil {
+			old = state.Targets[name]
+		}
+		if old == nil || filesChange || !sameTarget(old, t) {
+			t.Copied = types.ListUnknown(types.StringType)
+			continue
+		}
+		t.Copied = old.Copied
+		if lacks := listOf(ctx, old.Missing); len(lacks) > 0 {
+			t.Copied = types.ListUnknown(types.StringType)
+			diags.AddAttributeWarning(path.Root("targets").AtMapKey(name), "Model files missing on "+name,
+				fmt.Sprintf("%s (%s) lacks %d file(s) of the model in %s, or holds them with another size: %s. The apply copies them again from the source.",
+					name, t.SSHHost.ValueString(), len(lacks), t.Path.ValueString(), strings.Join(lacks, ", ")))
+		}
+	}
+}
+
+// sameTarget: the target is reached, and holds the model, where it did.
+func sameTarget(a, b *modelTarget) bool {
+	return a.SSHHost.Equal(b.SSHHost) && a.SSHPort.Equal(b.SSHPort) && a.SSHUser.Equal(b.SSHUser) && a.Path.Equal(b.Path)
+}
+
+func (r *modelResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan, state modelModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.Append(req.State.Get(ctx, &state)...); resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Update(ctx, 6*time.Hour)
+	resp.Diagnostics.Append(diags...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	mgr := r.manager(&plan)
+	if r.removeOldCopies(ctx, mgr, &plan, &state, &resp.Diagnostics); resp.Diagnostics.HasError() {
+		return
+	}
+	man, ok := r.planManifest(ctx, mgr, &plan, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	copied, err := mgr.Place(ctx, plan.sourceNode(), man, plan.targetNodes())
+	for name, t := range plan.Targets {
+		before := []string{}
+		if old := state.Targets[name]; old != nil && sameTarget(old, t) {
+			before = listOf(ctx, old.Copied)
+		}
+		t.Copied = stringList(union(before, copied[name]))
+		t.Missing = stringList(nil)
+	}
+	if err != nil {
+		modelError(&resp.Diagnostics, "Cannot copy the model", err)
+		r.recordMissing(ctx, mgr, man, &plan)
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// planManifest is the manifest the plan has, or, when it is unknown (the
+// source changed), the source's hashed again and written into plan.
+func (r *modelResource) planManifest(ctx context.Context, mgr *modelcopy.Manager, plan *modelModel, diags *diag.Diagnostics) (modelfiles.Manifest, bool) {
+	if !plan.Files.IsUnknown() {
+		man, d := plan.manifest(ctx)
+		diags.Append(d...)
+		return man, !diags.HasError()
+	}
+	man, ok := r.readSource(ctx, mgr, plan, diags)
+	if ok {
+		plan.setManifest(man)
+	}
+	return man, ok
+}
+
+// recordMissing lists what each target lacks after a failed copy, so the
+// state says what the next apply copies (what did arrive is recorded as
+// copied, and a destroy removes it).
+func (r *modelResource) recordMissing(ctx context.Context, mgr *modelcopy.Manager, man modelfiles.Manifest, m *modelModel) {
+	drift, err := mgr.Drift(ctx, man, m.targetNodes())
+	for name, t := range m.Targets {
+		if lacks, ok := drift[name]; ok && err == nil {
+			t.Missing = stringList(lacks)
+		} else {
+			t.Missing = stringList(slices.Sorted(maps.Keys(man)))
+		}
+	}
+}
+
+// removeOldCopies removes, unless keep_on_destroy, what this resource
+// copied to a target that is gone from the configuration, or that is now
+// reached or placed elsewhere.
+func (r *modelResource) removeOldCopies(ctx context.Context, mgr *modelcopy.Manager, plan, state *modelModel, diags *diag.Diagnostics) {
+	if plan.KeepOnDestroy.ValueBool() {
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(state.Targets)) {
+		old := state.Targets[name]
+		if now := plan.Targets[name]; now != nil && sameTarget(old, now) {
+			continue
+		}
+		n := modelcopy.Node{Name: name, Endpoint: old.Endpoint(), Path: old.Path.ValueString()}
+		if err := mgr.Remove(ctx, n, listOf(ctx, old.Copied)); err != nil {
+			modelError(diags, "Cannot remove the model's old copy", err)
+		}
+	}
+}
+
+func union(a, b []string) []string {
+	return slices.Compact(slices.Sorted(slices.Values(append(append([]string{}, a...), b...))))
+}
+
+func (r *modelResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var m modelModel
+	if resp.Diagnostics.Append(req.State.Get(ctx, &m)...); resp.Diagnostics.HasError() {
+		return
+	}
+	if m.KeepOnDestroy.ValueBool() {
+		return
+	}
+	timeout, diags := m.Timeouts.Delete(ctx, 10*time.Minute)
+	resp.Diagnostics.Append(diags...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	mgr := r.manager(&m)
+	var errs []error
+	for _, n := range m.targetNodes() {
+		if err := mgr.Remove(ctx, n, listOf(ctx, m.Targets[n.Name].Copied)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		var d diag.Diagnostics
+		modelError(&d, "Cannot remove the model's copies", errors.Join(errs...))
+		resp.Diagnostics.Append(withGoneHint(d)...)
+	}
+}
+
+// ImportState takes "<source ssh_host>:<source path>"; the manifest is read
+// at the source, and the targets come from the configuration (a target
+// that already holds the files gets nothing copied, and none of them is
+// counted as this resource's copy).
+func (r *modelResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	host, dir, err := parseModelImportID(req.ID)
+	if err != nil {
+		resp.Diagnostics.AddError("Invalid import ID", err.Error())
+		return
+	}
+	resp.Diagnostics.Append(setImported(ctx, &resp.State, []imported{{path.Root("id"), req.ID},
+		{path.Root("source").AtName("ssh_host"), host}, {path.Root("source").AtName("path"), dir},
+		{path.Root("python_command"), "python3"}, {path.Root("keep_on_destroy"), false}})...)
+}
+
+// parseModelImportID splits "<ssh_host>:<absolute path>".
+func parseModelImportID(id string) (host, dir string, err error) {
+	host, dir, ok := strings.Cut(id, ":/")
+	if !ok || host == "" {
+		return "", "", fmt.Errorf("import ID %q: want <source ssh_host>:<source path>, e.g. \"10.1.230.180:/models/llama\"", id)
+	}
+	return host, "/" + dir, nil
+}

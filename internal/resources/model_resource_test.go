@@ -1,0 +1,166 @@
+package resources_test
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/acctest"
+	"github.com/lab-infra/terraform-provider-spark/internal/lab"
+)
+
+const modelAddr = "spark_model.tiny"
+
+// model is a spark_model on the lab: the source directory on the first
+// node, copied to the others over the fabric. The builder of its
+// configuration in these tests.
+type model struct {
+	src, dst string // directories; dst "" is src's path on the targets
+}
+
+func (m model) config(l *lab.File) string {
+	var targets []string
+	for _, n := range l.Nodes[1:] {
+		path := ""
+		if m.dst != "" {
+			path = fmt.Sprintf("\n      path     = %q", m.dst)
+		}
+		targets = append(targets, fmt.Sprintf(`    %s = {
+      ssh_host = %q
+      address  = %q%s
+    }`, n.Name, n.SSHHost, n.FabricIP, path))
+	}
+	return acctest.Provider{}.Config(l) + fmt.Sprintf(`
+resource "spark_model" "tiny" {
+  source = {
+    ssh_host = %q
+    path     = %q
+  }
+  targets = {
+%s
+  }
+}
+`, l.Nodes[0].SSHHost, m.src, strings.Join(targets, "\n"))
+}
+
+// sums is "sha256  path" of every file below dir on n, sorted, as the SSH
+// user sees them ("" when dir is gone).
+func sums(t *testing.T, l *lab.File, n lab.Node, dir string) string {
+	t.Helper()
+	return acctest.OnNodeAs(t, n, l.SSHUser, "hash the model's files",
+		`[ -d "$1" ] || exit 0; cd "$1" && find -L . -type f ! -name '*.partial' -exec sha256sum {} + | sort -k 2`, dir)
+}
+
+// A model in a directory on one node lands on the other over the fabric,
+// verified; a file deleted and another truncated on the target show as
+// drift at plan (naming the target), and the apply copies them again; an
+// import reads the manifest back from the source; destroy removes the
+// copies and never touches the source.
+func TestAccModel_directoryOverTheFabric(t *testing.T) {
+	l := acctest.Lab(t)
+	src, target := l.Nodes[0], l.Nodes[1]
+	base := "/tmp/spark-acc-model"
+	m := model{src: base + "/src", dst: base + "/dst"}
+	for _, n := range l.Nodes {
+		acctest.OnNode(t, n, "clear the model's directories", `rm -rf -- "$1"`, base)
+	}
+	acctest.OnNodeAs(t, src, l.SSHUser, "make a model", `mkdir -p "$1/tokenizer" && cd "$1" &&
+head -c 12582917 /dev/urandom > model.safetensors && echo '{"architectures": ["LlamaForCausalLM"]}' > config.json &&
+printf 'hello\nworld\n' > tokenizer/vocab.txt`, m.src)
+	want := sums(t, l, src, m.src)
+	onTarget := func(s *terraform.State) error {
+		if got := sums(t, l, target, m.dst); got != want {
+			return fmt.Errorf("the target holds:\n%s\nthe source:\n%s", got, want)
+		}
+		return nil
+	}
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy: func(*terraform.State) error {
+			if got := sums(t, l, target, m.dst); got != "" {
+				return fmt.Errorf("the copies outlive the destroy:\n%s", got)
+			}
+			if got := sums(t, l, src, m.src); got != want {
+				return fmt.Errorf("the destroy touched the source:\n%s", got)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: m.config(l),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(modelAddr, plancheck.ResourceActionCreate),
+					plancheck.ExpectUnknownValue(modelAddr, tfjsonpath.New("files")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(modelAddr, tfjsonpath.New("id"), knownvalue.StringExact(src.SSHHost+":"+m.src)),
+					statecheck.ExpectKnownValue(modelAddr, tfjsonpath.New("total_bytes"), knownvalue.Int64Exact(12582917+41+12)),
+					statecheck.ExpectKnownValue(modelAddr, tfjsonpath.New("files").AtMapKey("tokenizer/vocab.txt").AtMapKey("size"), knownvalue.Int64Exact(12)),
+					statecheck.ExpectKnownValue(modelAddr, tfjsonpath.New("targets").AtMapKey(target.Name).AtMapKey("missing"), knownvalue.ListExact(nil)),
+					statecheck.ExpectKnownValue(modelAddr, tfjsonpath.New("targets").AtMapKey(target.Name).AtMapKey("copied"), knownvalue.ListExact([]knownvalue.Check{
+						knownvalue.StringExact("config.json"), knownvalue.StringExact("model.safetensors"), knownvalue.StringExact("tokenizer/vocab.txt")})),
+				},
+				Check: onTarget,
+			},
+			{
+				// Drift on the target: the plan names it and what it lacks.
+				PreConfig: func() {
+					acctest.OnNodeAs(t, target, l.SSHUser, "damage the copy", `cd "$1" && rm model.safetensors && : > config.json`, m.dst)
+				},
+				Config:             m.config(l),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				Config: m.config(l),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(modelAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(modelAddr, tfjsonpath.New("targets").AtMapKey(target.Name).AtMapKey("missing"), knownvalue.ListExact(nil)),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(modelAddr, tfjsonpath.New("targets").AtMapKey(target.Name).AtMapKey("missing"), knownvalue.ListExact(nil)),
+				},
+				Check: onTarget,
+			},
+			{
+				Config: m.config(l),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectEmptyPlan(),
+				}},
+			},
+			{
+				ResourceName:      modelAddr,
+				ImportState:       true,
+				ImportStateId:     src.SSHHost + ":" + m.src,
+				ImportStateVerify: true,
+				// The targets come from the configuration, not from the source.
+				ImportStateVerifyIgnore: []string{"targets", "timeouts"},
+			},
+		},
+	})
+}
+
+// The plan refuses a target address that is not an IP, naming it, before
+// anything runs.
+func TestAccModel_badAddressRefused(t *testing.T) {
+	l := acctest.Lab(t)
+	cfg := strings.Replace(model{src: "/tmp/nowhere"}.config(l), fmt.Sprintf("address  = %q", l.Nodes[1].FabricIP), `address  = "spark2.fabric"`, 1)
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		Steps: []resource.TestStep{{
+			Config:      cfg,
+			PlanOnly:    true,
+			ExpectError: regexp.MustCompile(`(?s)Invalid address.*spark2\.fabric`),
+		}},
+	})
+}
