@@ -151,13 +151,15 @@ func (m *Manager) copy(ctx context.Context, src Node, man modelfiles.Manifest, t
 	return nil, lastErr
 }
 
-// run is one attempt: both ends, the sender cancelled when the receiver
-// fails and the other way round, so neither waits out its timeout.
+// run is one attempt: both ends side by side. The first to fail stops the
+// other (neither waits out its timeout), and its error is the attempt's.
 func (m *Manager) run(ctx context.Context, recvConn, sendConn *transport.Conn, job modelfiles.Job, srcDir string) ([]string, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var first error
+	var once sync.Once
+	fail := func(err error) { once.Do(func() { first = err; cancel() }) }
 	var recvOut string
-	var recvErr error
 	got := make(chan struct{})
 	go func() {
 		defer close(got)
@@ -166,26 +168,18 @@ func (m *Manager) run(ctx context.Context, recvConn, sendConn *transport.Conn, j
 		if res != nil {
 			recvOut = string(res.Stdout)
 		}
-		if recvErr = err; err != nil {
-			cancel()
+		if err != nil {
+			fail(err)
 		}
 	}()
 	send := job
 	send.Dir = srcDir
-	_, sendErr := sendConn.Run(ctx, transport.Cmd{Step: "send the model's files",
-		Argv: []string{m.python(), "-c", modelfiles.SendScript}, Stdin: send.Stdin()})
-	if sendErr != nil && recvErr == nil {
-		cancel()
+	if _, err := sendConn.Run(ctx, transport.Cmd{Step: "send the model's files",
+		Argv: []string{m.python(), "-c", modelfiles.SendScript}, Stdin: send.Stdin()}); err != nil {
+		fail(fmt.Errorf("the source: %w", err))
 	}
 	<-got
-	done := modelfiles.Received(recvOut)
-	switch {
-	case recvErr != nil:
-		return done, recvErr
-	case sendErr != nil:
-		return done, fmt.Errorf("the source: %w", sendErr)
-	}
-	return done, nil
+	return modelfiles.Received(recvOut), first
 }
 
 // Remove deletes files (and their .partial) from t's directory, then the

@@ -185,12 +185,17 @@ func (r *modelResource) readSource(ctx context.Context, mgr *modelcopy.Manager, 
 		modelError(diags, "Cannot read the model's source", err)
 		return nil, false
 	case missing || len(man) == 0:
-		diags.AddAttributeError(path.Root("source").AtName("path"), "The model's source directory is missing or empty",
-			fmt.Sprintf("source.path = %q on %s holds no files. Give the directory that holds the model (its config.json and weights), "+
-				"or a Hugging Face cache snapshot (…/hub/models--<org>--<name>/snapshots/<commit>).", m.Source.Path.ValueString(), m.Source.SSHHost.ValueString()))
+		r.sourceEmpty(m, diags)
 		return nil, false
 	}
 	return man, true
+}
+
+// sourceEmpty is the error of a source directory that holds nothing.
+func (r *modelResource) sourceEmpty(m *modelModel, diags *diag.Diagnostics) {
+	diags.AddAttributeError(path.Root("source").AtName("path"), "The model's source directory is missing or empty",
+		fmt.Sprintf("source.path = %q on %s holds no files. Give the directory that holds the model (its config.json and weights), "+
+			"or a Hugging Face cache snapshot (…/hub/models--<org>--<name>/snapshots/<commit>).", m.Source.Path.ValueString(), m.Source.SSHHost.ValueString()))
 }
 
 func (r *modelResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -287,7 +292,53 @@ func (r *modelResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	planTargetPaths(&plan)
 	changed := planModelFiles(ctx, &plan, state)
 	planTargets(ctx, &plan, state, changed, &resp.Diagnostics)
+	if r.recordPlanned(ctx, &plan, &resp.Diagnostics); resp.Diagnostics.HasError() {
+		return
+	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// recordPlanned tells the deployments planned after this model (they name
+// it, so Terraform plans them after it) which directories hold which files
+// once the apply ran: the source's and each target's. A model whose
+// manifest is read at apply is listed at its source now, by names and
+// sizes; a source directory missing or empty is refused here, before
+// anything is copied.
+func (r *modelResource) recordPlanned(ctx context.Context, plan *modelModel, diags *diag.Diagnostics) {
+	if r.pool == nil || plan.Source == nil || plan.Source.SSHHost.IsUnknown() || plan.Source.Path.IsUnknown() {
+		return
+	}
+	files := map[string]int64{}
+	man, d := plan.manifest(ctx)
+	if plan.Files.IsUnknown() {
+		ctx, cancel := providerdata.WithReadDeadline(ctx)
+		defer cancel()
+		var missing bool
+		var err error
+		man, missing, err = r.manager(plan).Read(ctx, plan.sourceNode(), false)
+		switch {
+		case err != nil:
+			var found diag.Diagnostics
+			modelError(&found, "Cannot read the model's source", err)
+			diags.Append(withDestroyHint(found)...)
+			return
+		case missing || len(man) == 0:
+			r.sourceEmpty(plan, diags)
+			return
+		}
+	} else if diags.Append(d...); diags.HasError() {
+		return
+	}
+	for p, f := range man {
+		files[p] = f.Size
+	}
+	planned := r.pool.Models
+	planned.Put(plan.Source.SSHHost.ValueString(), plan.Source.Path.ValueString(), files)
+	for _, t := range plan.Targets {
+		if !t.SSHHost.IsUnknown() && !t.Path.IsUnknown() {
+			planned.Put(t.SSHHost.ValueString(), t.Path.ValueString(), files)
+		}
+	}
 }
 
 // planModelID: the model is known by its source, "<ssh_host>:<path>".

@@ -21,6 +21,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/modelcopy"
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
@@ -82,6 +83,7 @@ type Secrets struct {
 type Manager struct {
 	Pool     *transport.Pool
 	Clusters *raycluster.Manager // shares node-table snapshots and the clusters planned in this run
+	Models   *modelcopy.Planned  // the model directories planned in this run (spark_model)
 }
 
 // server is the head's vllm serve as package vllm drives it.
@@ -341,35 +343,15 @@ var hfRepo = regexp.MustCompile(`^[A-Za-z0-9][\w.-]*/[\w.-]+$`)
 // listings reads the model's files on every node that will host a vLLM
 // worker, in parallel, where Ray (and so vLLM) runs on it.
 func (m *Manager) listings(ctx context.Context, s Spec, pc raycluster.Planned, hosts []preflight.ClusterNode, dir, repo string) (map[string]preflight.Listing, error) {
-	hub := s.Env["HF_HUB_CACHE"]
-	if hub == "" && s.Env["HF_HOME"] != "" {
-		hub = s.Env["HF_HOME"] + "/hub"
-	}
-	revision := ""
-	for i, a := range s.ExtraArgs {
-		if v, ok := strings.CutPrefix(a, "--revision="); ok {
-			revision = v
-		} else if a == "--revision" && i+1 < len(s.ExtraArgs) {
-			revision = s.ExtraArgs[i+1]
-		}
-	}
+	hub, revision := hubAndRevision(s)
 	out := make([]preflight.Listing, len(hosts))
 	errs := make([]error, len(hosts))
 	var wg sync.WaitGroup
 	for i, n := range hosts {
 		wg.Go(func() {
-			conn, err := m.Pool.Get(ctx, pc.Endpoints[n.Name])
-			if err != nil {
-				errs[i] = fmt.Errorf("%s: %w", n.Name, err)
-				return
-			}
-			argv := s.Runtime.ProbeArgv(transport.Script(nodefacts.ListingScript, dir, repo, hub, revision))
-			res, err := conn.Run(ctx, transport.Cmd{Step: "list the model's files", Argv: argv})
-			if err == nil {
-				out[i], err = nodefacts.ParseListing(string(res.Stdout))
-			}
-			if err != nil {
-				errs[i] = fmt.Errorf("%s: %w", n.Name, err)
+			out[i], errs[i] = m.listing(ctx, s, pc.Endpoints[n.Name], dir, repo, hub, revision)
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("%s: %w", n.Name, errs[i])
 			}
 		})
 	}
@@ -382,6 +364,41 @@ func (m *Manager) listings(ctx context.Context, s Spec, pc raycluster.Planned, h
 		byName[n.Name] = out[i]
 	}
 	return byName, nil
+}
+
+// listing is the model's files on the node at e: as a spark_model planned
+// in this run puts them there, else as the node holds them now.
+func (m *Manager) listing(ctx context.Context, s Spec, e transport.Endpoint, dir, repo, hub, revision string) (preflight.Listing, error) {
+	if files, ok := m.Models.Get(e.Host, dir); ok && dir != "" {
+		return preflight.Listing{Dir: dir, Files: files}, nil
+	}
+	conn, err := m.Pool.Get(ctx, e)
+	if err != nil {
+		return preflight.Listing{}, err
+	}
+	argv := s.Runtime.ProbeArgv(transport.Script(nodefacts.ListingScript, dir, repo, hub, revision))
+	res, err := conn.Run(ctx, transport.Cmd{Step: "list the model's files", Argv: argv})
+	if err != nil {
+		return preflight.Listing{}, err
+	}
+	return nodefacts.ParseListing(string(res.Stdout))
+}
+
+// hubAndRevision are the Hugging Face cache and the revision vLLM loads:
+// HF_HUB_CACHE (or HF_HOME/hub) in env, --revision in extra_args.
+func hubAndRevision(s Spec) (hub, revision string) {
+	hub = s.Env["HF_HUB_CACHE"]
+	if hub == "" && s.Env["HF_HOME"] != "" {
+		hub = s.Env["HF_HOME"] + "/hub"
+	}
+	for i, a := range s.ExtraArgs {
+		if v, ok := strings.CutPrefix(a, "--revision="); ok {
+			revision = v
+		} else if a == "--revision" && i+1 < len(s.ExtraArgs) {
+			revision = s.ExtraArgs[i+1]
+		}
+	}
+	return hub, revision
 }
 
 // Launched is a server that answered its readiness check.
