@@ -23,23 +23,37 @@ const modelAddr = "spark_model.tiny"
 // node, copied to the others over the fabric. The builder of its
 // configuration in these tests.
 type model struct {
+	name     string // resource name; default "tiny"
 	src, dst string // directories; dst "" is src's path on the targets
+	address  string // every target's address; "" is its fabric IP
 }
 
-func (m model) config(l *lab.File) string {
+// config renders the model with the lab's provider block.
+func (m model) config(l *lab.File) string { return acctest.Provider{}.Config(l) + m.block(l) }
+
+// block renders the model alone, for a configuration that has the
+// provider block already.
+func (m model) block(l *lab.File) string {
+	if m.name == "" {
+		m.name = "tiny"
+	}
 	var targets []string
 	for _, n := range l.Nodes[1:] {
 		path := ""
 		if m.dst != "" {
 			path = fmt.Sprintf("\n      path     = %q", m.dst)
 		}
+		address := n.FabricIP
+		if m.address != "" {
+			address = m.address
+		}
 		targets = append(targets, fmt.Sprintf(`    %s = {
       ssh_host = %q
       address  = %q%s
-    }`, n.Name, n.SSHHost, n.FabricIP, path))
+    }`, n.Name, n.SSHHost, address, path))
 	}
-	return acctest.Provider{}.Config(l) + fmt.Sprintf(`
-resource "spark_model" "tiny" {
+	return fmt.Sprintf(`
+resource "spark_model" %q {
   source = {
     ssh_host = %q
     path     = %q
@@ -48,7 +62,7 @@ resource "spark_model" "tiny" {
 %s
   }
 }
-`, l.Nodes[0].SSHHost, m.src, strings.Join(targets, "\n"))
+`, m.name, l.Nodes[0].SSHHost, m.src, strings.Join(targets, "\n"))
 }
 
 // sums is "sha256  path" of every file below dir on n, sorted, as the SSH
@@ -67,7 +81,7 @@ func sums(t *testing.T, l *lab.File, n lab.Node, dir string) string {
 func TestAccModel_directoryOverTheFabric(t *testing.T) {
 	l := acctest.Lab(t)
 	src, target := l.Nodes[0], l.Nodes[1]
-	base := "/tmp/spark-acc-model"
+	base := "/tmp/spark-acc-weights"
 	m := model{src: base + "/src", dst: base + "/dst"}
 	for _, n := range l.Nodes {
 		acctest.OnNode(t, n, "clear the model's directories", `rm -rf -- "$1"`, base)
@@ -153,7 +167,7 @@ printf 'hello\nworld\n' > tokenizer/vocab.txt`, m.src)
 // anything runs.
 func TestAccModel_badAddressRefused(t *testing.T) {
 	l := acctest.Lab(t)
-	cfg := strings.Replace(model{src: "/tmp/nowhere"}.config(l), fmt.Sprintf("address  = %q", l.Nodes[1].FabricIP), `address  = "spark2.fabric"`, 1)
+	cfg := model{src: "/tmp/nowhere", address: "spark2.fabric"}.config(l)
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
 		ProtoV6ProviderFactories: acctest.Factories,
@@ -161,6 +175,52 @@ func TestAccModel_badAddressRefused(t *testing.T) {
 			Config:      cfg,
 			PlanOnly:    true,
 			ExpectError: regexp.MustCompile(`(?s)Invalid address.*spark2\.fabric`),
+		}},
+	})
+}
+
+// The model copied by spark_model serves with tensor parallel 2, the
+// worker loading its own copy: the cluster, the model and the deployment
+// in one configuration, planned as one (the weights rule, D20, checks what
+// the model's plan puts on the worker, which holds nothing yet).
+func TestAccModel_servesTensorParallel(t *testing.T) {
+	l := acctest.Lab(t)
+	head, w := l.Nodes[0], l.Nodes[1]
+	dir := "/tmp/spark-acc-served/tiny-llama"
+	for _, n := range l.Nodes {
+		acctest.OnNode(t, n, "clear the model's directories", `rm -rf -- /tmp/spark-acc-served`)
+	}
+	acctest.OnNodeAs(t, head, l.SSHUser, "copy the tiny model to a new place", `mkdir -p "$(dirname "$2")" && cp -rL "$1" "$2"`, head.ModelPath, dir)
+	cfg := rayCluster{headIP: head.FabricIP, workers: map[string]string{w.Name: w.FabricIP}}.config(l) +
+		model{src: dir}.block(l) + deploy{tp: 2, hostIP: head.FabricIP, modelRef: modelAddr + ".source.path"}.config(l)
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy: func(s *terraform.State) error {
+			if err := noVLLMLeft(l)(s); err != nil {
+				return err
+			}
+			if got := sums(t, l, w, dir); got != "" {
+				return fmt.Errorf("the copy on %s outlives the destroy:\n%s", w.Name, got)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{{
+			Config: cfg,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(modelAddr, plancheck.ResourceActionCreate),
+				plancheck.ExpectResourceAction(deployAddr, plancheck.ResourceActionCreate),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
+				statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("model"), knownvalue.StringExact(dir)),
+			},
+			Check: func(*terraform.State) error {
+				if got, want := sums(t, l, w, dir), sums(t, l, head, dir); got != want || want == "" {
+					return fmt.Errorf("%s holds:\n%s\nthe head:\n%s", w.Name, got, want)
+				}
+				return nil
+			},
 		}},
 	})
 }

@@ -46,6 +46,7 @@ type deploy struct {
 	keyLine     string
 	env         map[string]string // beside the CPU settings every deployment gets
 	model       string            // "" is the head's tiny model
+	modelRef    string            // an expression for model instead, e.g. spark_model.x.source.path
 	vllmCommand string            // "" is the head's
 	runtime     string            // the runtime's value; "" is the cluster's
 	rayAddress  string            // a literal ray_address; "" is the cluster's head_address
@@ -72,6 +73,10 @@ func (d deploy) config(l *lab.File) string {
 	}
 	if d.model == "" {
 		d.model = head.ModelPath
+	}
+	model := fmt.Sprintf("%q", d.model)
+	if d.modelRef != "" {
+		model = d.modelRef
 	}
 	if d.vllmCommand == "" {
 		d.vllmCommand = head.VLLMCommand
@@ -113,7 +118,7 @@ resource "spark_vllm_deployment" %q {
   head                 = { ssh_host = spark_ray_cluster.lab.head.ssh_host }
   runtime              = %s
   ray_address          = %s
-  model                = %q
+  model                = %s
   served_model_name    = "tiny"
   tensor_parallel_size = %d
   port                 = %d
@@ -125,7 +130,7 @@ resource "spark_vllm_deployment" %q {
   timeouts             = { create = "5m", update = "5m" }
   %s
 }
-`, d.name, d.runtime, rayAddress, d.model, d.tp, d.port, host, d.vllmCommand, d.keyLine, strings.Join(envLines, ", "), args, strings.Join(d.extra, "\n  "))
+`, d.name, d.runtime, rayAddress, model, d.tp, d.port, host, d.vllmCommand, d.keyLine, strings.Join(envLines, ", "), args, strings.Join(d.extra, "\n  "))
 }
 
 // keySetup puts a canary API key where the deployment reads it and returns
