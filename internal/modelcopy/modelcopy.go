@@ -201,10 +201,10 @@ func (m *Manager) Remove(ctx context.Context, t Node, files []string) error {
 }
 
 // Drift lists, for each target, the manifest's files it lacks now, by a
-// listing of names and sizes (never a read of the bytes); a target whose
-// directory is gone lacks them all. Targets that cannot be read are an
-// error naming them.
-func (m *Manager) Drift(ctx context.Context, man modelfiles.Manifest, targets []Node) (map[string][]string, error) {
+// listing of names and sizes (never a read of the bytes), or with hash by
+// every file's SHA-256 too; a target whose directory is gone lacks them
+// all. Targets that cannot be read are an error naming them.
+func (m *Manager) Drift(ctx context.Context, man modelfiles.Manifest, targets []Node, hash bool) (map[string][]string, error) {
 	out := map[string][]string{}
 	errs := make([]error, len(targets))
 	var mu sync.Mutex
@@ -213,7 +213,7 @@ func (m *Manager) Drift(ctx context.Context, man modelfiles.Manifest, targets []
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			have, _, err := m.Read(ctx, t, false)
+			have, _, err := m.Read(ctx, t, hash)
 			if err != nil {
 				errs[i] = err
 				return

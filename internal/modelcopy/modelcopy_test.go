@@ -85,12 +85,28 @@ func TestPlaceDriftRemove(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dst.Path, "config.json"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	drift, err := m.Drift(ctx, man, []Node{dst})
+	drift, err := m.Drift(ctx, man, []Node{dst}, false)
 	if err != nil || !slices.Equal(drift["spark2"], []string{"config.json", "model.safetensors"}) {
 		t.Fatalf("drift %v (%v)", drift, err)
 	}
 	if copied, err = m.Place(ctx, src, man, []Node{dst}); err != nil || !slices.Equal(copied["spark2"], drift["spark2"]) {
 		t.Errorf("the repair copied %v (%v)", copied, err)
+	}
+
+	// A file changed in place, at its size: only a hashing refresh sees it.
+	b, _ := os.ReadFile(filepath.Join(dst.Path, "tokenizer", "vocab.txt"))
+	b[0] ^= 0xff
+	if err := os.WriteFile(filepath.Join(dst.Path, "tokenizer", "vocab.txt"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := m.Drift(ctx, man, []Node{dst}, false); len(d["spark2"]) != 0 {
+		t.Errorf("a listing by size saw a same-size change: %v", d)
+	}
+	if d, _ := m.Drift(ctx, man, []Node{dst}, true); !slices.Equal(d["spark2"], []string{"tokenizer/vocab.txt"}) {
+		t.Errorf("a hashing refresh: %v", d)
+	}
+	if copied, err = m.Place(ctx, src, man, []Node{dst}); err != nil || !slices.Equal(copied["spark2"], []string{"tokenizer/vocab.txt"}) {
+		t.Errorf("the repair of a same-size change copied %v (%v)", copied, err)
 	}
 
 	// A file the target held before, not the model's: kept by Remove.

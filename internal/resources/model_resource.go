@@ -34,6 +34,7 @@ type modelModel struct {
 	Source        *modelSource            `tfsdk:"source"`
 	Targets       map[string]*modelTarget `tfsdk:"targets"`
 	PythonCommand types.String            `tfsdk:"python_command"`
+	Verify        types.String            `tfsdk:"verify"`
 	KeepOnDestroy types.Bool              `tfsdk:"keep_on_destroy"`
 	Files         types.Map               `tfsdk:"files"`
 	TotalBytes    types.Int64             `tfsdk:"total_bytes"`
@@ -219,7 +220,7 @@ func (r *modelResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	if resp.Diagnostics.Append(diags...); resp.Diagnostics.HasError() {
 		return
 	}
-	drift, err := mgr.Drift(ctx, man, m.targetNodes())
+	drift, err := mgr.Drift(ctx, man, m.targetNodes(), m.Verify.ValueString() == "sha256")
 	if err != nil {
 		modelError(&resp.Diagnostics, "Cannot read the model's targets", err)
 		resp.Diagnostics = withGoneHint(resp.Diagnostics)
@@ -392,7 +393,7 @@ func planTargets(ctx context.Context, plan, state *modelModel, filesChange bool,
 		if lacks := listOf(ctx, old.Missing); len(lacks) > 0 {
 			t.Copied = types.ListUnknown(types.StringType)
 			diags.AddAttributeWarning(path.Root("targets").AtMapKey(name), "Model files missing on "+name,
-				fmt.Sprintf("%s (%s) lacks %d file(s) of the model in %s, or holds them with another size: %s. The apply copies them again from the source.",
+				fmt.Sprintf("%s (%s) lacks %d file(s) of the model in %s, or holds them with another size or hash: %s. The apply copies them again from the source.",
 					name, t.SSHHost.ValueString(), len(lacks), t.Path.ValueString(), strings.Join(lacks, ", ")))
 		}
 	}
@@ -456,7 +457,7 @@ func (r *modelResource) planManifest(ctx context.Context, mgr *modelcopy.Manager
 // state says what the next apply copies (what did arrive is recorded as
 // copied, and a destroy removes it).
 func (r *modelResource) recordMissing(ctx context.Context, mgr *modelcopy.Manager, man modelfiles.Manifest, m *modelModel) {
-	drift, err := mgr.Drift(ctx, man, m.targetNodes())
+	drift, err := mgr.Drift(ctx, man, m.targetNodes(), false)
 	for name, t := range m.Targets {
 		if lacks, ok := drift[name]; ok && err == nil {
 			t.Missing = stringList(lacks)
@@ -527,7 +528,7 @@ func (r *modelResource) ImportState(ctx context.Context, req resource.ImportStat
 	}
 	resp.Diagnostics.Append(setImported(ctx, &resp.State, []imported{{path.Root("id"), req.ID},
 		{path.Root("source").AtName("ssh_host"), host}, {path.Root("source").AtName("path"), dir},
-		{path.Root("python_command"), "python3"}, {path.Root("keep_on_destroy"), false}})...)
+		{path.Root("python_command"), "python3"}, {path.Root("verify"), "size"}, {path.Root("keep_on_destroy"), false}})...)
 }
 
 // parseModelImportID splits "<ssh_host>:<absolute path>".

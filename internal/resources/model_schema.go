@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
@@ -49,6 +50,9 @@ func (r *modelResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"python_command": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("python3"),
 				Validators:          []validator.String{providerdata.Path},
 				MarkdownDescription: "The Python that runs the listing, hashing and copy on every node (standard library only). Default: `python3`."},
+			"verify": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("size"),
+				Validators:          []validator.String{stringvalidator.OneOf("size", "sha256")},
+				MarkdownDescription: "What a refresh compares on each target: `size` (names and sizes: milliseconds, whatever the model's size) or `sha256` (every byte read and hashed: a file changed in place, at its size, shows too; minutes for a large model). Default: `size`. A copy is always checked by SHA-256."},
 			"keep_on_destroy": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 				MarkdownDescription: "Keep the copies on the targets when the resource (or a target) is removed. Default: false, they are removed; the source is never touched."},
 			"files": schema.MapNestedAttribute{Computed: true, NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
