@@ -26,6 +26,7 @@ type model struct {
 	name     string // resource name; default "tiny"
 	src, dst string // directories; dst "" is src's path on the targets
 	address  string // every target's address; "" is its fabric IP
+	verify   string // "" leaves it to its default
 }
 
 // config renders the model with the lab's provider block.
@@ -52,8 +53,12 @@ func (m model) block(l *lab.File) string {
       address  = %q%s
     }`, n.Name, n.SSHHost, address, path))
 	}
+	verify := ""
+	if m.verify != "" {
+		verify = fmt.Sprintf("\n  verify = %q", m.verify)
+	}
 	return fmt.Sprintf(`
-resource "spark_model" %q {
+resource "spark_model" %q {%s
   source = {
     ssh_host = %q
     path     = %q
@@ -62,7 +67,7 @@ resource "spark_model" %q {
 %s
   }
 }
-`, m.name, l.Nodes[0].SSHHost, m.src, strings.Join(targets, "\n"))
+`, m.name, verify, l.Nodes[0].SSHHost, m.src, strings.Join(targets, "\n"))
 }
 
 // sums is "sha256  path" of every file below dir on n, sorted, as the SSH
@@ -152,12 +157,36 @@ printf 'hello\nworld\n' > tokenizer/vocab.txt`, m.src)
 				}},
 			},
 			{
+				// Hashed refreshes: a byte changed in place, at the file's
+				// size, is drift too, and the apply copies the file again.
+				Config: model{src: m.src, dst: m.dst, verify: "sha256"}.config(l),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(modelAddr, plancheck.ResourceActionUpdate),
+				}},
+			},
+			{
+				PreConfig: func() {
+					acctest.OnNodeAs(t, target, l.SSHUser, "change a byte in place",
+						`printf 'J' | dd of="$1/tokenizer/vocab.txt" bs=1 count=1 conv=notrunc 2>/dev/null`, m.dst)
+				},
+				Config:             model{src: m.src, dst: m.dst, verify: "sha256"}.config(l),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				Config: model{src: m.src, dst: m.dst, verify: "sha256"}.config(l),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(modelAddr, tfjsonpath.New("targets").AtMapKey(target.Name).AtMapKey("missing"), knownvalue.ListExact(nil)),
+				},
+				Check: onTarget,
+			},
+			{
 				ResourceName:      modelAddr,
 				ImportState:       true,
 				ImportStateId:     src.SSHHost + ":" + m.src,
 				ImportStateVerify: true,
 				// The targets come from the configuration, not from the source.
-				ImportStateVerifyIgnore: []string{"targets", "timeouts"},
+				ImportStateVerifyIgnore: []string{"targets", "timeouts", "verify"},
 			},
 		},
 	})
