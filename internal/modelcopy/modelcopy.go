@@ -83,23 +83,30 @@ func (m *Manager) Read(ctx context.Context, n Node, hash bool) (modelfiles.Manif
 // destroy may remove), also when some target failed: one error per target
 // that did not get all of its files, in target order.
 func (m *Manager) Place(ctx context.Context, src Node, man modelfiles.Manifest, targets []Node) (map[string][]string, error) {
-	copied := map[string][]string{}
+	return eachTarget(targets, func(t Node) ([]string, error) { return m.placeOne(ctx, src, man, t) })
+}
+
+// eachTarget runs do for every target in parallel: what each returned, by
+// name (a target that failed only when it returned something), and the
+// errors in target order.
+func eachTarget(targets []Node, do func(Node) ([]string, error)) (map[string][]string, error) {
+	out := map[string][]string{}
 	errs := make([]error, len(targets))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i, t := range targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			files, err := m.placeOne(ctx, src, man, t)
-			mu.Lock()
-			copied[t.Name] = files
-			mu.Unlock()
+		wg.Go(func() {
+			files, err := do(t)
+			if err == nil || len(files) > 0 {
+				mu.Lock()
+				out[t.Name] = files
+				mu.Unlock()
+			}
 			errs[i] = err
-		}()
+		})
 	}
 	wg.Wait()
-	return copied, errors.Join(errs...)
+	return out, errors.Join(errs...)
 }
 
 func (m *Manager) placeOne(ctx context.Context, src Node, man modelfiles.Manifest, t Node) ([]string, error) {
@@ -200,31 +207,18 @@ func (m *Manager) Remove(ctx context.Context, t Node, files []string) error {
 	return nil
 }
 
-// Drift lists, for each target, the manifest's files it lacks now, by a
+// Drift lists, for each target read, the manifest's files it lacks now, by a
 // listing of names and sizes (never a read of the bytes), or with hash by
 // every file's SHA-256 too; a target whose directory is gone lacks them
 // all. Targets that cannot be read are an error naming them.
 func (m *Manager) Drift(ctx context.Context, man modelfiles.Manifest, targets []Node, hash bool) (map[string][]string, error) {
-	out := map[string][]string{}
-	errs := make([]error, len(targets))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for i, t := range targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			have, _, err := m.Read(ctx, t, hash)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			mu.Lock()
-			out[t.Name] = modelfiles.Missing(man, have)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	return out, errors.Join(errs...)
+	return eachTarget(targets, func(t Node) ([]string, error) {
+		have, _, err := m.Read(ctx, t, hash)
+		if err != nil {
+			return nil, err
+		}
+		return modelfiles.Missing(man, have), nil
+	})
 }
 
 // Names is targets' names, for messages.

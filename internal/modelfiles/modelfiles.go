@@ -179,18 +179,10 @@ func (j Job) Stdin() []byte {
 	return append(b, '\n')
 }
 
-// ReceiveScript is the receiving end of a copy; its job on stdin, its
-// directory the job's (made if missing). It binds the job's address and
-// port (exit 3 when it cannot: another program holds the port), prints
-// @@listening, and waits for a sender that proves the token (others are
-// dropped). It tells the sender how much of each file a .partial already
-// holds, receives the rest, hashes each file as it arrives, and renames it
-// into place only when its SHA-256 is the job's (exit 5 when it is not, the
-// .partial removed). @@done <path> per file, @@end when all are in place.
-// Exit 4: no sender came in time, or it stopped mid-file (the .partial
-// keeps what arrived).
-const ReceiveScript = `
-import hashlib, hmac, json, os, socket, sys
+// copyPrelude is what both ends of a copy start with: the job from stdin,
+// the token, an exit with a message, and a read of exactly n bytes.
+const copyPrelude = `
+import hashlib, hmac, json, os, socket, sys, time
 job = json.loads(sys.stdin.readline())
 token = bytes.fromhex(job["token"])
 def fail(code, msg):
@@ -201,9 +193,22 @@ def exact(c, n):
     while len(b) < n:
         part = c.recv(n - len(b))
         if not part:
-            raise ConnectionError("the sender closed the connection")
+            raise ConnectionError("the other end closed the connection")
         b += part
     return bytes(b)
+`
+
+// ReceiveScript is the receiving end of a copy; its job on stdin, its
+// directory the job's (made if missing). It binds the job's address and
+// port (exit 3 when it cannot: another program holds the port), prints
+// @@listening, and waits for a sender that proves the token (others are
+// dropped). It tells the sender how much of each file a .partial already
+// holds, receives the rest, hashes each file as it arrives, and renames it
+// into place only when its SHA-256 is the job's (exit 5 when it is not, the
+// .partial removed). @@done <path> per file, @@end when all are in place.
+// Exit 4: no sender came in time, or it stopped mid-file (the .partial
+// keeps what arrived).
+const ReceiveScript = copyPrelude + `
 os.makedirs(job["dir"], exist_ok=True)
 family = socket.AF_INET6 if ":" in job["address"] else socket.AF_INET
 s = socket.socket(family, socket.SOCK_STREAM)
@@ -280,21 +285,7 @@ print("@@end")
 // when it cannot: something else listens there), checks each file still
 // has the manifest's size (exit 7), and sends what the receiver lacks with
 // sendfile. @@end when all is sent.
-const SendScript = `
-import hashlib, hmac, json, os, socket, sys, time
-job = json.loads(sys.stdin.readline())
-token = bytes.fromhex(job["token"])
-def fail(code, msg):
-    print(msg, file=sys.stderr)
-    sys.exit(code)
-def exact(c, n):
-    b = bytearray()
-    while len(b) < n:
-        part = c.recv(n - len(b))
-        if not part:
-            raise ConnectionError("the receiver closed the connection")
-        b += part
-    return bytes(b)
+const SendScript = copyPrelude + `
 for f in job["files"]:
     size = os.path.getsize(os.path.join(job["dir"], f["path"]))
     if size != f["size"]:

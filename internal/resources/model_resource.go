@@ -457,9 +457,9 @@ func (r *modelResource) planManifest(ctx context.Context, mgr *modelcopy.Manager
 // state says what the next apply copies (what did arrive is recorded as
 // copied, and a destroy removes it).
 func (r *modelResource) recordMissing(ctx context.Context, mgr *modelcopy.Manager, man modelfiles.Manifest, m *modelModel) {
-	drift, err := mgr.Drift(ctx, man, m.targetNodes(), false)
+	drift, _ := mgr.Drift(ctx, man, m.targetNodes(), false)
 	for name, t := range m.Targets {
-		if lacks, ok := drift[name]; ok && err == nil {
+		if lacks, ok := drift[name]; ok {
 			t.Missing = stringList(lacks)
 		} else {
 			t.Missing = stringList(slices.Sorted(maps.Keys(man)))
