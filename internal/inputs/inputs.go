@@ -139,6 +139,19 @@ func HostIP(v string) error {
 	return nil
 }
 
+// hfRepository is a Hugging Face repository id: <org>/<name>, as the Hub's
+// own validate_repo_id accepts it (letters, digits, "-", "_", "."; no "--"
+// or ".." inside; at most 96 characters).
+var hfRepository = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// HFRepository checks a Hugging Face repository id.
+func HFRepository(v string) error {
+	if !hfRepository.MatchString(v) || len(v) > 96 || strings.Contains(v, "--") || strings.Contains(v, "..") {
+		return fmt.Errorf("%q is not a Hugging Face repository id: write it as <org>/<name>, e.g. \"Qwen/Qwen2.5-7B-Instruct\"", v)
+	}
+	return nil
+}
+
 // Address checks an address a server binds to: a literal IP. Ray's
 // dashboard passes --dashboard-host to its HTTP server's bind (a name would
 // be resolved on the node, to whichever address the resolver prefers);

@@ -225,3 +225,25 @@ func (m *Manager) Drift(ctx context.Context, man modelfiles.Manifest, targets []
 func Names(targets map[string]Node) string {
 	return strings.Join(slices.Sorted(maps.Keys(targets)), ", ")
 }
+
+// Fetch puts a Hugging Face repository's snapshot in src's cache with the
+// Hub's client there, and returns its directory and the commit the job's
+// revision resolved to. The job's token reaches the node on stdin only.
+func (m *Manager) Fetch(ctx context.Context, src Node, job modelfiles.FetchJob) (dir, commit string, err error) {
+	fail := func(err error) (string, string, error) {
+		return "", "", &Error{Node: src.Name, Host: src.Endpoint.Host, Path: job.Repository, Err: err}
+	}
+	conn, err := m.Pool.Get(ctx, src.Endpoint)
+	if err != nil {
+		return fail(err)
+	}
+	res, err := conn.Run(ctx, transport.Cmd{Step: "fetch the model from the Hugging Face Hub",
+		Argv: []string{m.python(), "-c", modelfiles.FetchScript}, Stdin: job.Stdin()})
+	if err != nil {
+		return fail(err)
+	}
+	if dir, commit, err = modelfiles.ParseFetch(string(res.Stdout)); err != nil {
+		return fail(err)
+	}
+	return dir, commit, nil
+}

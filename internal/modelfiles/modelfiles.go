@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +31,10 @@ import (
 type File struct {
 	Size   int64
 	SHA256 string // hex
+	// Blob is, for a file of a Hugging Face cache snapshot, the name of the
+	// blob it links to: for a file kept in Git LFS (the weights), the
+	// SHA-256 the Hub gave it. "" otherwise.
+	Blob string
 }
 
 // Manifest is a model directory's files by their path below it ("/"
@@ -69,6 +74,8 @@ for root, dirs, files in os.walk(top, followlinks=True):
         except OSError:
             continue
         entry = {"path": rel, "size": size}
+        if os.path.islink(full):
+            entry["blob"] = os.path.basename(os.path.realpath(full))
         if mode == "hash":
             h = hashlib.sha256()
             with open(full, "rb") as f:
@@ -96,6 +103,7 @@ func ParseManifest(out string) (m Manifest, missing bool, err error) {
 			Path   string `json:"path"`
 			Size   int64  `json:"size"`
 			SHA256 string `json:"sha256"`
+			Blob   string `json:"blob"`
 		}
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			return nil, false, fmt.Errorf("the file listing has an unreadable line %q: %w", line, err)
@@ -103,9 +111,27 @@ func ParseManifest(out string) (m Manifest, missing bool, err error) {
 		if err := CheckPath(e.Path); err != nil {
 			return nil, false, err
 		}
-		m[e.Path] = File{Size: e.Size, SHA256: e.SHA256}
+		m[e.Path] = File{Size: e.Size, SHA256: e.SHA256, Blob: e.Blob}
 	}
 	return m, false, nil
+}
+
+// lfsBlob is a blob name that is a SHA-256: a Git LFS file's, as the Hub
+// names it in the cache (a Git blob's name is a 40-digit SHA-1).
+var lfsBlob = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// Corrupt lists, sorted, the files of a Hugging Face snapshot whose bytes
+// do not hash to the SHA-256 the Hub gave them (their blob's name): an
+// interrupted or damaged download a size check would miss.
+func Corrupt(m Manifest) []string {
+	var out []string
+	for p, f := range m {
+		if lfsBlob.MatchString(f.Blob) && f.SHA256 != "" && f.SHA256 != f.Blob {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // CheckPath refuses a path that could leave the model's directory.
@@ -324,6 +350,67 @@ c.shutdown(socket.SHUT_WR)
 c.recv(1)
 print("@@end")
 `
+
+// FetchScript puts a Hugging Face repository's snapshot in the source
+// node's cache with the Hub's own client (huggingface_hub.snapshot_download
+// of the Python that runs it), and prints its directory and commit. Its job
+// on stdin (FetchJob): the token (HF_TOKEN, never argv), the cache
+// (HF_HUB_CACHE) and offline (HF_HUB_OFFLINE=1: the cache only), set before
+// the client is imported, as it reads them then. Exit 3: no
+// huggingface_hub in that Python; 4: the Hub or the cache refused.
+const FetchScript = `
+import json, os, sys
+job = json.loads(sys.stdin.readline())
+if job.get("token"):
+    os.environ["HF_TOKEN"] = job["token"]
+if job.get("cache"):
+    os.environ["HF_HUB_CACHE"] = job["cache"]
+if job.get("offline"):
+    os.environ["HF_HUB_OFFLINE"] = "1"
+try:
+    from huggingface_hub import snapshot_download
+except ImportError as e:
+    print("huggingface_hub is not installed in %s: %s" % (sys.executable, e), file=sys.stderr)
+    sys.exit(3)
+try:
+    path = snapshot_download(job["repository"], revision=job["revision"] or None)
+except Exception as e:
+    print("%s: %s" % (type(e).__name__, e), file=sys.stderr)
+    sys.exit(4)
+print("@@path " + path)
+print("@@commit " + os.path.basename(os.path.normpath(path)))
+`
+
+// FetchJob is FetchScript's job.
+type FetchJob struct {
+	Repository string `json:"repository"`
+	Revision   string `json:"revision"`
+	Cache      string `json:"cache"`
+	Offline    bool   `json:"offline"`
+	Token      string `json:"token"`
+}
+
+// Stdin is the job as a line for the script's standard input.
+func (j FetchJob) Stdin() []byte {
+	b, _ := json.Marshal(j) // strings and a bool: cannot fail
+	return append(b, '\n')
+}
+
+// ParseFetch reads FetchScript's output: the snapshot's directory and the
+// commit its revision resolved to.
+func ParseFetch(out string) (dir, commit string, err error) {
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "@@path "); ok {
+			dir = v
+		} else if v, ok := strings.CutPrefix(line, "@@commit "); ok {
+			commit = v
+		}
+	}
+	if dir == "" || commit == "" {
+		return "", "", fmt.Errorf("the Hub client printed no snapshot: %q", tail(out))
+	}
+	return dir, commit, nil
+}
 
 // Received reads ReceiveScript's output: the files it put in place.
 func Received(out string) []string {

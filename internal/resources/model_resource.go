@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/modelcopy"
@@ -43,7 +45,13 @@ type modelModel struct {
 
 type modelSource struct {
 	providerdata.NodeAccess
-	Path types.String `tfsdk:"path"`
+	Path       types.String `tfsdk:"path"`
+	Repository types.String `tfsdk:"repository"`
+	Revision   types.String `tfsdk:"revision"`
+	HubCache   types.String `tfsdk:"hub_cache"`
+	Offline    types.Bool   `tfsdk:"offline"`
+	TokenWO    types.String `tfsdk:"token_wo"`
+	Commit     types.String `tfsdk:"commit"`
 }
 
 type modelTarget struct {
@@ -59,6 +67,12 @@ var fileType = types.ObjectType{AttrTypes: map[string]attr.Type{"size": types.In
 
 func (r *modelResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_model"
+}
+
+// ConfigValidators: the model comes from a directory or from the Hub.
+func (r *modelResource) ConfigValidators(context.Context) []resource.ConfigValidator {
+	return []resource.ConfigValidator{resourcevalidator.ExactlyOneOf(
+		path.MatchRoot("source").AtName("path"), path.MatchRoot("source").AtName("repository"))}
 }
 
 func (r *modelResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
@@ -158,6 +172,9 @@ func (r *modelResource) Create(ctx context.Context, req resource.CreateRequest, 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	mgr := r.manager(&m)
+	if r.fetch(ctx, mgr, req.Config, &m, &resp.Diagnostics); resp.Diagnostics.HasError() {
+		return
+	}
 	man, ok := r.readSource(ctx, mgr, &m, &resp.Diagnostics)
 	if !ok {
 		return
@@ -173,7 +190,38 @@ func (r *modelResource) Create(ctx context.Context, req resource.CreateRequest, 
 	for name, t := range m.Targets {
 		t.Missing, t.Copied = stringList(nil), stringList(copied[name])
 	}
+	m.Source.TokenWO = types.StringNull() // write-only: never in state
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// fetch, for a source that names a Hugging Face repository, has the Hub's
+// client on the source node put its snapshot in the node's cache, and
+// plans the model from there: source.path is the snapshot's directory,
+// source.commit what the revision resolved to, and every target's path
+// left to the source's is that directory too.
+func (r *modelResource) fetch(ctx context.Context, mgr *modelcopy.Manager, cfg tfsdk.Config, m *modelModel, diags *diag.Diagnostics) {
+	if m.Source.Repository.IsNull() {
+		m.Source.Commit = types.StringNull()
+		return
+	}
+	var token types.String
+	diags.Append(cfg.GetAttribute(ctx, path.Root("source").AtName("token_wo"), &token)...)
+	dir, commit, err := mgr.Fetch(ctx, m.sourceNode(), modelfiles.FetchJob{Repository: m.Source.Repository.ValueString(),
+		Revision: m.Source.Revision.ValueString(), Cache: m.Source.HubCache.ValueString(), Offline: m.Source.Offline.ValueBool(),
+		Token: token.ValueString()})
+	if err != nil {
+		diags.AddAttributeError(path.Root("source").AtName("repository"), "Cannot fetch the model from the Hugging Face Hub",
+			err.Error()+"\n\nThe source node fetches it with the Hub's client of python_command: it must reach the Hub (or, with "+
+				"offline = true, hold the snapshot in its cache already), and a gated or private repository needs token_wo.")
+		return
+	}
+	for _, t := range m.Targets {
+		if t.Path.Equal(m.Source.Path) || t.Path.IsUnknown() {
+			t.Path = types.StringValue(dir)
+		}
+	}
+	m.Source.Path, m.Source.Commit = types.StringValue(dir), types.StringValue(commit)
+	m.ID = types.StringValue(m.Source.SSHHost.ValueString() + ":" + dir)
 }
 
 // readSource hashes the source directory: the manifest every copy is
@@ -187,6 +235,13 @@ func (r *modelResource) readSource(ctx context.Context, mgr *modelcopy.Manager, 
 		return nil, false
 	case missing || len(man) == 0:
 		r.sourceEmpty(m, diags)
+		return nil, false
+	}
+	if bad := modelfiles.Corrupt(man); len(bad) > 0 {
+		diags.AddAttributeError(path.Root("source"), "The model's files differ from what the Hub published",
+			fmt.Sprintf("On %s (%s), %s: %s hash to another SHA-256 than the Hub gave them (the name of their blob in the cache): "+
+				"an interrupted or damaged download. Remove those blobs from the cache and fetch again; nothing was copied.",
+				"source", m.Source.SSHHost.ValueString(), m.Source.Path.ValueString(), strings.Join(bad, ", ")))
 		return nil, false
 	}
 	return man, true
@@ -346,6 +401,8 @@ func (r *modelResource) recordPlanned(ctx context.Context, plan *modelModel, dia
 func planModelID(plan *modelModel) {
 	if plan.Source != nil && !plan.Source.SSHHost.IsUnknown() && !plan.Source.Path.IsUnknown() {
 		plan.ID = types.StringValue(plan.Source.SSHHost.ValueString() + ":" + plan.Source.Path.ValueString())
+	} else {
+		plan.ID = types.StringUnknown()
 	}
 }
 
@@ -435,6 +492,7 @@ func (r *modelResource) Update(ctx context.Context, req resource.UpdateRequest, 
 		modelError(&resp.Diagnostics, "Cannot copy the model", err)
 		r.recordMissing(ctx, mgr, man, &plan)
 	}
+	plan.Source.TokenWO = types.StringNull() // write-only: never in state
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
@@ -25,10 +24,25 @@ var targetAddressValidator = providerdata.Checked("Invalid address",
 	"the target's IP the copy arrives on, e.g. its fabric address", inputs.Address)
 
 func (r *modelResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	source := providerdata.NodeAccessResourceAttributes("The node that holds the model.", " Changing it replaces the model.", true)
-	source["path"] = schema.StringAttribute{Required: true, Validators: []validator.String{providerdata.Path},
+	source := providerdata.NodeAccessResourceAttributes("The node that holds the model, or fetches it from the Hugging Face Hub.", " Changing it replaces the model.", true)
+	source["path"] = schema.StringAttribute{Optional: true, Computed: true, Validators: []validator.String{providerdata.Path},
+		PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplaceIfConfigured(), stringplanmodifier.UseStateForUnknown()},
+		MarkdownDescription: "The model's directory on the source node: a model as vLLM loads it, or a Hugging Face cache snapshot (`…/hub/models--<org>--<name>/snapshots/<commit>`; its links are followed). With `repository`, the snapshot's directory the Hub's client put it in (computed). Changing it replaces the model."}
+	source["repository"] = schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.Checked("Invalid repository",
+		"a Hugging Face repository id", inputs.HFRepository)},
 		PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-		MarkdownDescription: "The model's directory on the source node: a model as vLLM loads it, or a Hugging Face cache snapshot (`…/hub/models--<org>--<name>/snapshots/<commit>`; its links are followed). Changing it replaces the model."}
+		MarkdownDescription: "A Hugging Face repository (`<org>/<name>`) the source node fetches with the Hub's own client (`huggingface_hub.snapshot_download` of `python_command`, which must have it, as Ray's Python with vLLM does), instead of `path`. Each LFS file (the weights) is checked against the SHA-256 the Hub gave it. Changing it replaces the model."}
+	source["revision"] = schema.StringAttribute{Optional: true, PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+		MarkdownDescription: "With `repository`: a branch, tag or commit. Default: the repository's `main`. The commit it resolved to is in `commit`."}
+	source["hub_cache"] = schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.Path},
+		PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+		MarkdownDescription: "With `repository`: the cache directory (`HF_HUB_CACHE`). Default: the node's (`HF_HUB_CACHE`, else `HF_HOME/hub`, else `~/.cache/huggingface/hub`)."}
+	source["offline"] = schema.BoolAttribute{Optional: true,
+		MarkdownDescription: "With `repository`: use the cache only (`HF_HUB_OFFLINE=1`), for nodes that cannot reach the Hub and a snapshot already there."}
+	source["token_wo"] = schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
+		MarkdownDescription: "With `repository`: a Hugging Face token for gated or private repositories, given to the Hub's client on the node (its standard input, then `HF_TOKEN`). Write-only: never in state or plan (Terraform 1.11+ / OpenTofu 1.11+)."}
+	source["commit"] = schema.StringAttribute{Computed: true, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+		MarkdownDescription: "With `repository`: the commit `revision` resolved to when the model was fetched."}
 	target := providerdata.NodeAccessResourceAttributes("", " Changing it copies the model there and removes this resource's copy from where it was.", false)
 	target["address"] = schema.StringAttribute{Required: true, Validators: []validator.String{targetAddressValidator},
 		MarkdownDescription: "The target's IP the copy arrives on, e.g. its fabric address: the source node sends to it, and the target listens on it only (never on every address), for this copy's sender only."}
@@ -44,7 +58,7 @@ func (r *modelResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "`<source ssh_host>:<source path>`.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
 			"source": schema.SingleNestedAttribute{Required: true, Attributes: source,
-				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()}, MarkdownDescription: "Where the model is read."},
+				MarkdownDescription: "Where the model is read: a directory on a node (`path`), or a Hugging Face repository fetched there (`repository`)."},
 			"targets": schema.MapNestedAttribute{Required: true, NestedObject: schema.NestedAttributeObject{Attributes: target},
 				MarkdownDescription: "The nodes the model is copied to, by name. Adding one copies the model there; removing one removes this resource's copy from it (unless `keep_on_destroy`)."},
 			"python_command": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("python3"),
