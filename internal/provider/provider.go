@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -165,6 +166,7 @@ func unknownAttributes(cfg tftypes.Value) []string {
 		out = append(out, strings.Join(names, "."))
 		return false, nil
 	})
+	slices.Sort(out) // the walk visits an object's attributes in no set order
 	return out
 }
 
