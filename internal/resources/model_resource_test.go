@@ -122,7 +122,7 @@ printf 'hello\nworld\n' > tokenizer/vocab.txt`, m.src)
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(modelAddr, tfjsonpath.New("id"), knownvalue.StringExact(src.SSHHost+":"+m.src)),
-					statecheck.ExpectKnownValue(modelAddr, tfjsonpath.New("total_bytes"), knownvalue.Int64Exact(12582917+41+12)),
+					statecheck.ExpectKnownValue(modelAddr, tfjsonpath.New("total_bytes"), knownvalue.Int64Exact(12582917+40+12)),
 					statecheck.ExpectKnownValue(modelAddr, tfjsonpath.New("files").AtMapKey("tokenizer/vocab.txt").AtMapKey("size"), knownvalue.Int64Exact(12)),
 					statecheck.ExpectKnownValue(modelAddr, tfjsonpath.New("targets").AtMapKey(target.Name).AtMapKey("missing"), knownvalue.ListExact(nil)),
 					statecheck.ExpectKnownValue(modelAddr, tfjsonpath.New("targets").AtMapKey(target.Name).AtMapKey("copied"), knownvalue.ListExact([]knownvalue.Check{
