@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
 	"github.com/lab-infra/terraform-provider-spark/internal/modelfiles"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
@@ -186,7 +188,10 @@ func (m *Manager) run(ctx context.Context, recvConn, sendConn *transport.Conn, j
 		fail(fmt.Errorf("the source: %w", err))
 	}
 	<-got
-	return modelfiles.Received(recvOut), first
+	done, receive, verify := modelfiles.Received(recvOut)
+	tflog.Debug(ctx, "model copy", map[string]any{"node": recvConn.Addr(), "files": len(done),
+		"receive_ms": int64(receive * 1000), "verify_ms": int64(verify * 1000)})
+	return done, first
 }
 
 // Remove deletes files (and their .partial) from t's directory, then the

@@ -229,9 +229,10 @@ def exact(c, n):
 // port (exit 3 when it cannot: another program holds the port), prints
 // @@listening, and waits for a sender that proves the token (others are
 // dropped). It tells the sender how much of each file a .partial already
-// holds, receives the rest, hashes each file as it arrives, and renames it
-// into place only when its SHA-256 is the job's (exit 5 when it is not, the
-// .partial removed). @@done <path> per file, @@end when all are in place.
+// holds and receives the rest at the network's speed; then it hashes each
+// whole file and renames it into place only when its SHA-256 is the job's
+// (exit 5 when it is not, the .partial removed). @@done <path> per file,
+// @@timing <receive s> <verify s>, @@end when all are in place.
 // Exit 4: no sender came in time, or it stopped mid-file (the .partial
 // keeps what arrived).
 const ReceiveScript = copyPrelude + `
@@ -271,18 +272,11 @@ for f in job["files"]:
 c.sendall((json.dumps(offsets) + "\n").encode())
 buf = bytearray(1 << 22)
 view = memoryview(buf)
+start = time.monotonic()
 for f, off in zip(job["files"], offsets):
-    final = os.path.join(job["dir"], f["path"])
-    part = final + ".partial"
-    os.makedirs(os.path.dirname(final), exist_ok=True)
-    h = hashlib.sha256()
+    part = os.path.join(job["dir"], f["path"]) + ".partial"
+    os.makedirs(os.path.dirname(part), exist_ok=True)
     with open(part, "r+b" if off else "wb") as out:
-        if off:
-            left = off
-            while left:
-                chunk = out.read(min(left, 1 << 22))
-                h.update(chunk)
-                left -= len(chunk)
         out.seek(off)
         out.truncate()
         left = f["size"] - off
@@ -294,13 +288,22 @@ for f, off in zip(job["files"], offsets):
             if not n:
                 fail(4, "the sender stopped in %s with %d bytes to go" % (f["path"], left))
             out.write(view[:n])
-            h.update(view[:n])
             left -= n
+c.close()
+received = time.monotonic()
+for f in job["files"]:
+    final = os.path.join(job["dir"], f["path"])
+    part = final + ".partial"
+    h = hashlib.sha256()
+    with open(part, "rb") as src:
+        for chunk in iter(lambda: src.read(1 << 22), b""):
+            h.update(chunk)
     if h.hexdigest() != f["sha256"]:
         os.remove(part)
         fail(5, "%s arrived with SHA-256 %s, the manifest has %s" % (f["path"], h.hexdigest(), f["sha256"]))
     os.replace(part, final)
     print("@@done " + f["path"], flush=True)
+print("@@timing %.3f %.3f" % (received - start, time.monotonic() - received))
 c.close()
 print("@@end")
 `
@@ -412,15 +415,18 @@ func ParseFetch(out string) (dir, commit string, err error) {
 	return dir, commit, nil
 }
 
-// Received reads ReceiveScript's output: the files it put in place.
-func Received(out string) []string {
-	var done []string
+// Received reads ReceiveScript's output: the files it put in place, and
+// how long it took to receive them and then to verify them (seconds; 0
+// when it did not get that far).
+func Received(out string) (done []string, receive, verify float64) {
 	for _, line := range strings.Split(out, "\n") {
 		if p, ok := strings.CutPrefix(line, "@@done "); ok {
 			done = append(done, p)
+		} else if t, ok := strings.CutPrefix(line, "@@timing "); ok {
+			_, _ = fmt.Sscanf(t, "%g %g", &receive, &verify)
 		}
 	}
-	return done
+	return done, receive, verify
 }
 
 // RemoveScript removes the named files ($2...) below a directory ($1),

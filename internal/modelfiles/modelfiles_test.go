@@ -195,7 +195,11 @@ func TestCopyLandsVerified(t *testing.T) {
 	if rc != 0 || sc != 0 {
 		t.Fatalf("receiver %d: %s\nsender %d: %s", rc, recv, sc, send)
 	}
-	if got := len(Received(recv)); got != len(files) {
+	done, receive, verify := Received(recv)
+	if receive <= 0 || verify <= 0 {
+		t.Errorf("no timing from the receiver: %q", recv)
+	}
+	if got := len(done); got != len(files) {
 		t.Errorf("%d files reported done, want %d:\n%s", got, len(files), recv)
 	}
 	if got := manifestOf(t, dst); len(Missing(m, got)) != 0 || len(got) != len(m) {
