@@ -258,7 +258,10 @@ func TestAccModel_servesTensorParallel(t *testing.T) {
 // commit, as the Hub's client leaves it (refs/main, blobs named by their
 // hash, a snapshot of links into blobs/); corrupt makes the weights' bytes
 // differ from their blob's name. It returns the snapshot's directory.
-func hubCache(t *testing.T, l *lab.File, n lab.Node, cache, commit string, corrupt bool) string {
+// hubCacheDir is the Hugging Face cache the Hub tests make on the lab.
+const hubCacheDir = "/tmp/spark-acc-hub"
+
+func hubCache(t *testing.T, l *lab.File, n lab.Node, commit string, corrupt bool) string {
 	t.Helper()
 	damage := ""
 	if corrupt {
@@ -271,13 +274,13 @@ head -c 3145728 /dev/urandom > "$blobs/weights"; w=$(sha256sum "$blobs/weights" 
 printf '{"architectures": ["LlamaForCausalLM"]}\n' > "$blobs/config"; c=$(sha1sum "$blobs/config" | cut -c1-40); mv "$blobs/config" "$blobs/$c"
 ln -s "../../blobs/$w" "$snap/model.safetensors"; ln -s "../../blobs/$c" "$snap/config.json"
 printf '%s' "$2" > "$repo/refs/main"
-`+damage, cache, commit)
-	return cache + "/models--lab--tiny/snapshots/" + commit
+`+damage, hubCacheDir, commit)
+	return hubCacheDir + "/models--lab--tiny/snapshots/" + commit
 }
 
 // hubModel is a spark_model fetching "lab/tiny" from the first node's
 // cache (offline, as the lab cannot reach the Hub), to the second node.
-func hubModel(l *lab.File, cache, repo string) string {
+func hubModel(l *lab.File, repo string) string {
 	src, target := l.Nodes[0], l.Nodes[1]
 	return acctest.Provider{}.Config(l) + fmt.Sprintf(`
 resource "spark_model" "tiny" {
@@ -292,7 +295,7 @@ resource "spark_model" "tiny" {
     %s = { ssh_host = %q, address = %q }
   }
 }
-`, src.PythonCommand, src.SSHHost, repo, cache, target.Name, target.SSHHost, target.FabricIP)
+`, src.PythonCommand, src.SSHHost, repo, hubCacheDir, target.Name, target.SSHHost, target.FabricIP)
 }
 
 // A Hugging Face repository fetched on the source node with the Hub's own
@@ -304,11 +307,11 @@ resource "spark_model" "tiny" {
 func TestAccModel_huggingFaceCacheSnapshot(t *testing.T) {
 	l := acctest.Lab(t)
 	src, target := l.Nodes[0], l.Nodes[1]
-	const cache, commit = "/tmp/spark-acc-hub", "0123456789abcdef0123456789abcdef01234567"
+	const commit = "0123456789abcdef0123456789abcdef01234567"
 	for _, n := range l.Nodes {
-		acctest.OnNode(t, n, "clear the caches", `rm -rf -- "$1"`, cache)
+		acctest.OnNode(t, n, "clear the caches", `rm -rf -- "$1"`, hubCacheDir)
 	}
-	snap := hubCache(t, l, src, cache, commit, false)
+	snap := hubCache(t, l, src, commit, false)
 	want := sums(t, l, src, snap)
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
@@ -321,12 +324,12 @@ func TestAccModel_huggingFaceCacheSnapshot(t *testing.T) {
 		},
 		Steps: []resource.TestStep{
 			{
-				Config:      hubModel(l, cache, "lab/absent"),
+				Config:      hubModel(l, "lab/absent"),
 				ExpectError: regexp.MustCompile(`(?s)Cannot\s+fetch\s+the\s+model\s+from\s+the\s+Hugging\s+Face\s+Hub.*source.*lab/absent`),
 			},
 			{
-				PreConfig: func() { hubCache(t, l, src, cache, commit, true) },
-				Config:    hubModel(l, cache, "lab/tiny"),
+				PreConfig:   func() { hubCache(t, l, src, commit, true) },
+				Config:      hubModel(l, "lab/tiny"),
 				ExpectError: regexp.MustCompile(`(?s)differ\s+from\s+what\s+the\s+Hub\s+published.*model\.safetensors\s+hash\s+to\s+another`),
 			},
 			{
@@ -334,10 +337,10 @@ func TestAccModel_huggingFaceCacheSnapshot(t *testing.T) {
 					if got := sums(t, l, target, snap); got != "" {
 						t.Fatalf("a refused fetch copied:\n%s", got)
 					}
-					hubCache(t, l, src, cache, commit, false)
+					hubCache(t, l, src, commit, false)
 					want = sums(t, l, src, snap)
 				},
-				Config: hubModel(l, cache, "lab/tiny"),
+				Config: hubModel(l, "lab/tiny"),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(modelAddr, tfjsonpath.New("source").AtMapKey("commit"), knownvalue.StringExact(commit)),
 					statecheck.ExpectKnownValue(modelAddr, tfjsonpath.New("source").AtMapKey("path"), knownvalue.StringExact(snap)),
@@ -354,7 +357,7 @@ func TestAccModel_huggingFaceCacheSnapshot(t *testing.T) {
 				},
 			},
 			{
-				Config:           hubModel(l, cache, "lab/tiny"),
+				Config:           hubModel(l, "lab/tiny"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
 		},
