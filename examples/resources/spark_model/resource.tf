@@ -17,3 +17,24 @@ resource "spark_model" "qwen" {
 output "model_path" {
   value = spark_model.qwen.source.path
 }
+
+# Or fetched from the Hugging Face Hub on spark1 with the Hub's own client
+# (Ray's Python has it), then copied to spark2 the same way. source.commit
+# is what "main" resolved to; vLLM loads source.path on both boxes.
+resource "spark_model" "gemma" {
+  python_command = "/opt/ray/bin/python"
+  source = {
+    ssh_host   = "10.1.230.180"
+    repository = "google/gemma-3-27b-it"
+    revision   = "main"
+    token_wo   = var.hf_token # gated: write-only, never in state
+  }
+  targets = {
+    spark2 = { ssh_host = "10.1.230.181", address = "192.168.200.13" }
+  }
+}
+
+variable "hf_token" {
+  type      = string
+  sensitive = true
+}
