@@ -189,6 +189,9 @@ func show(t *testing.T, v tftypes.Value, steps ...string) string {
 	case v.Type().Is(tftypes.Number):
 		var f big.Float
 		_ = v.As(&f)
+		if f.IsInt() {
+			return f.Text('f', 0) // 3145781, not 3.145781e+06
+		}
 		return f.Text('g', -1)
 	case v.Type().Is(tftypes.Map{}):
 		var m map[string]tftypes.Value
