@@ -232,7 +232,8 @@ def exact(c, n):
 // holds and receives the rest at the network's speed; then it hashes each
 // whole file and renames it into place only when its SHA-256 is the job's
 // (exit 5 when it is not, the .partial removed). @@done <path> per file,
-// @@timing <receive s> <verify s>, @@end when all are in place.
+// @@timing <receive s> <verify s>, @@end when all are in place. Exit 8: a
+// file cannot be written (a full disk: the message names the file).
 // Exit 4: no sender came in time, or it stopped mid-file (the .partial
 // keeps what arrived).
 const ReceiveScript = copyPrelude + `
@@ -273,12 +274,11 @@ c.sendall((json.dumps(offsets) + "\n").encode())
 buf = bytearray(1 << 22)
 view = memoryview(buf)
 start = time.monotonic()
-for f, off in zip(job["files"], offsets):
-    part = os.path.join(job["dir"], f["path"]) + ".partial"
-    os.makedirs(os.path.dirname(part), exist_ok=True)
+def receive(part, f, off):
     with open(part, "r+b" if off else "wb") as out:
-        out.seek(off)
-        out.truncate()
+        if off:
+            out.seek(off)
+            out.truncate()
         left = f["size"] - off
         while left:
             try:
@@ -289,6 +289,13 @@ for f, off in zip(job["files"], offsets):
                 fail(4, "the sender stopped in %s with %d bytes to go" % (f["path"], left))
             out.write(view[:n])
             left -= n
+for f, off in zip(job["files"], offsets):
+    part = os.path.join(job["dir"], f["path"]) + ".partial"
+    try:
+        os.makedirs(os.path.dirname(part), exist_ok=True)
+        receive(part, f, off)
+    except OSError as e:
+        fail(8, "cannot write %s: %s" % (part, e.strerror or e))
 c.close()
 received = time.monotonic()
 for f in job["files"]:

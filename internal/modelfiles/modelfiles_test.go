@@ -361,3 +361,25 @@ func TestParseFetch(t *testing.T) {
 		t.Error("no snapshot parsed")
 	}
 }
+
+// A full disk on the target is an error naming the file; nothing is put in
+// place under the file's name (writes to /dev/full fail as a full disk does).
+func TestCopyOntoAFullDisk(t *testing.T) {
+	src, _ := model(t)
+	m := manifestOf(t, src)
+	dst := t.TempDir()
+	if err := os.Symlink("/dev/full", filepath.Join(dst, "model.safetensors.partial")); err != nil {
+		t.Fatal(err)
+	}
+	job, _ := NewJob(m, []string{"config.json", "model.safetensors"}, "", "127.0.0.1", freePort(t), token(), 20)
+	recv, _, rc, _ := copyEnds(t, job, src, dst)
+	if rc != 8 || !strings.Contains(recv, "cannot write "+filepath.Join(dst, "model.safetensors.partial")+": No space left on device") {
+		t.Fatalf("receiver exit %d: %s", rc, recv)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "model.safetensors")); !os.IsNotExist(err) {
+		t.Errorf("a file that could not be written is in place (%v)", err)
+	}
+	if done, _, _ := Received(recv); len(done) != 0 {
+		t.Errorf("reported done: %v", done)
+	}
+}
