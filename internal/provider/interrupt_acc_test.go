@@ -226,6 +226,83 @@ func TestAccFault_interruptedVLLMLaunchLeavesNothingRunning(t *testing.T) {
 	}
 }
 
+// Ctrl-C while spark_model copies (the target's receiver running, the
+// file half there): the create reports the interruption and records
+// nothing; no end of the copy is left running on either node; the target
+// holds the file as <name>.partial only, never under its name. The next
+// apply converges: it sends the rest, and the file is whole.
+func TestAccFault_interruptedModelCopyConverges(t *testing.T) {
+	l := acctest.Lab(t)
+	src, target := l.Nodes[0], l.Nodes[1]
+	const base = "/tmp/spark-acc-interrupt"
+	for _, n := range l.Nodes {
+		acctest.OnNode(t, n, "clear the model's directories", `rm -rf -- "$1"`, base)
+	}
+	t.Cleanup(func() {
+		for _, n := range l.Nodes {
+			_, _ = lab.Exec(context.Background(), n, "rm", "-rf", "--", base)
+		}
+	})
+	// 2 GiB of zeros, sparse on the source: a copy of a second or two.
+	acctest.OnNodeAs(t, src, l.SSHUser, "make a model", `mkdir -p "$1" && truncate -s 2G "$1/model.safetensors" && echo '{}' > "$1/config.json"`, base+"/src")
+	config := map[string]any{
+		"source":  map[string]any{"ssh_host": src.SSHHost, "path": base + "/src"},
+		"targets": map[string]any{target.Name: map[string]any{"ssh_host": target.SSHHost, "address": target.FabricIP, "path": base + "/dst"}},
+	}
+	d := newDriver(t, l)
+	cfg, planned := d.plan("spark_model", config, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pressed := d.ctrlC(target, `[d]ef receive`, 300*time.Millisecond, cancel)
+	state, errs := d.apply(ctx, "spark_model", nil, cfg, planned)
+	if !<-pressed {
+		t.Fatal("the receiver was never seen running on the target: the interruption was not exercised")
+	}
+	if errs == "" {
+		t.Fatal("the interrupted copy reported success")
+	}
+	if state != nil {
+		if v, err := state.Unmarshal(d.typ("spark_model")); err == nil && !v.IsNull() {
+			t.Errorf("the interrupted create recorded a state: %v", v)
+		}
+	}
+	t.Logf("interrupted copy reported: %s", errs)
+	// Both ends stop: killed with their SSH session, or at the latest by
+	// their own 60 s timeouts.
+	copying := acctest.Look(`pgrep -af '[d]ef receive'; pgrep -af '[c]annot reach the receiver'`)
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		left := acctest.Snapshot(t, l, copying)
+		if !strings.Contains(left, "receive") && !strings.Contains(left, "reach") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("an end of the copy still runs:\n%s", left)
+		}
+		time.Sleep(time.Second)
+	}
+	held := acctest.OnNodeAs(t, target, l.SSHUser, "look at the copy", `cd "$1" && ls; stat -c %s model.safetensors.partial 2>/dev/null`, base+"/dst")
+	if strings.Contains(held, "model.safetensors\n") || !strings.Contains(held, "model.safetensors.partial") {
+		t.Fatalf("after the interruption the target holds:\n%s\nwant model.safetensors.partial only", held)
+	}
+
+	d = newDriver(t, l)
+	cfg, planned = d.plan("spark_model", config, nil)
+	state, errs = d.apply(context.Background(), "spark_model", nil, cfg, planned)
+	if errs != "" {
+		t.Fatalf("the next apply: %s", errs)
+	}
+	got := acctest.OnNodeAs(t, target, l.SSHUser, "hash the copy", `cd "$1" && ls && sha256sum model.safetensors | cut -c1-64`, base+"/dst")
+	want := acctest.OnNodeAs(t, src, l.SSHUser, "hash the source", `cd "$1" && ls && sha256sum model.safetensors | cut -c1-64`, base+"/src")
+	if got != want {
+		t.Errorf("after the next apply the target holds:\n%s\nthe source:\n%s", got, want)
+	}
+	cfg, planned = d.plan("spark_model", nil, state)
+	if _, errs := d.apply(context.Background(), "spark_model", state, cfg, planned); errs != "" {
+		t.Errorf("destroy: %s", errs)
+	}
+}
+
 func diagsErr(ds []*tfprotov6.Diagnostic) string {
 	var b strings.Builder
 	for _, d := range ds {
