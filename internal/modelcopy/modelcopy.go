@@ -29,6 +29,11 @@ type Node struct {
 	// Address is where a target receives a copy (its fabric IP): the
 	// receiver binds it, the source dials it. Unused for the source.
 	Address string
+	// Lacks, when LacksKnown, is what a refresh found the target lacks of
+	// this manifest: Place copies that without reading the target's bytes
+	// again. Otherwise Place hashes what the target holds first.
+	Lacks      []string
+	LacksKnown bool
 }
 
 // Manager runs the reads and copies; one per provider process.
@@ -80,8 +85,8 @@ func (m *Manager) Read(ctx context.Context, n Node, hash bool) (modelfiles.Manif
 }
 
 // Place makes every target hold the manifest's files: it hashes what each
-// target already has, and copies what it lacks from src, the targets in
-// parallel. It returns, by target, the files it copied there (those a
+// target already has (unless a refresh said what it lacks), and copies what
+// it lacks from src, the targets in parallel. It returns, by target, the files it copied there (those a
 // destroy may remove), also when some target failed: one error per target
 // that did not get all of its files, in target order.
 func (m *Manager) Place(ctx context.Context, src Node, man modelfiles.Manifest, targets []Node) (map[string][]string, error) {
@@ -112,11 +117,14 @@ func eachTarget(targets []Node, do func(Node) ([]string, error)) (map[string][]s
 }
 
 func (m *Manager) placeOne(ctx context.Context, src Node, man modelfiles.Manifest, t Node) ([]string, error) {
-	have, _, err := m.Read(ctx, t, true)
-	if err != nil {
-		return nil, err
+	todo := t.Lacks
+	if !t.LacksKnown {
+		have, _, err := m.Read(ctx, t, true)
+		if err != nil {
+			return nil, err
+		}
+		todo = modelfiles.Missing(man, have)
 	}
-	todo := modelfiles.Missing(man, have)
 	if len(todo) == 0 {
 		return nil, nil
 	}

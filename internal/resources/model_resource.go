@@ -479,7 +479,7 @@ func (r *modelResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	if !ok {
 		return
 	}
-	copied, err := mgr.Place(ctx, plan.sourceNode(), man, plan.targetNodes())
+	copied, err := mgr.Place(ctx, plan.sourceNode(), man, refreshedTargets(ctx, &plan, &state))
 	for name, t := range plan.Targets {
 		before := []string{}
 		if old := state.Targets[name]; old != nil && sameTarget(old, t) {
@@ -494,6 +494,24 @@ func (r *modelResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	}
 	plan.Source.TokenWO = types.StringNull() // write-only: never in state
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// refreshedTargets are plan's targets, each that holds the state's
+// manifest where the state had it carrying what the refresh found it
+// lacks: Place copies that, without hashing every byte on the target again
+// (a model of 100 GB reads for minutes). New or moved targets, or a changed
+// manifest, are hashed first.
+func refreshedTargets(ctx context.Context, plan, state *modelModel) []modelcopy.Node {
+	nodes := plan.targetNodes()
+	if !plan.Files.Equal(state.Files) {
+		return nodes
+	}
+	for i, n := range nodes {
+		if old := state.Targets[n.Name]; old != nil && sameTarget(old, plan.Targets[n.Name]) && !old.Missing.IsNull() && !old.Missing.IsUnknown() {
+			nodes[i].Lacks, nodes[i].LacksKnown = listOf(ctx, old.Missing), true
+		}
+	}
+	return nodes
 }
 
 // planManifest is the manifest the plan has, or, when it is unknown (the
