@@ -10,9 +10,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -232,11 +230,6 @@ func (m *Manager) Drift(ctx context.Context, man modelfiles.Manifest, targets []
 		}
 		return modelfiles.Missing(man, have), nil
 	})
-}
-
-// Names is targets' names, for messages.
-func Names(targets map[string]Node) string {
-	return strings.Join(slices.Sorted(maps.Keys(targets)), ", ")
 }
 
 // Fetch puts a Hugging Face repository's snapshot in src's cache with the

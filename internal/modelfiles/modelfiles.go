@@ -23,7 +23,6 @@ import (
 	"path"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -456,9 +455,4 @@ func tail(s string) string {
 // 42000-42999, above Ray's and vLLM's usual ones.
 func Port(b [2]byte) int {
 	return 42000 + (int(b[0])<<8|int(b[1]))%1000
-}
-
-// Describe is a manifest for a message: how many files, how many bytes.
-func Describe(m Manifest) string {
-	return strconv.Itoa(len(m)) + " files, " + strconv.FormatInt(m.Bytes(), 10) + " bytes"
 }
