@@ -6,9 +6,17 @@ package raycluster
 
 import (
 	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	"golang.org/x/crypto/ssh"
+
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
+	"github.com/lab-infra/terraform-provider-spark/internal/raygcs"
 )
 
 type snapshot struct {
@@ -51,8 +59,21 @@ func (m *Manager) forget() {
 	m.mu.Unlock()
 }
 
-// Table reads Ray's node table through the head.
+// Table reads Ray's node table through the head: from the GCS's gRPC
+// service through the SSH connection (no Python on the node), else with
+// ray.NodesScript in Ray's own Python, which also covers Ray releases whose
+// messages differ and sshds that forward no ports.
 func (m *Manager) Table(ctx context.Context, s Spec, gcsAddr string) (ray.Table, error) {
+	if t, err := m.TableOverGRPC(ctx, s, gcsAddr); err == nil {
+		return t, nil
+	} else {
+		tflog.Debug(ctx, "Ray node table: the GCS's gRPC service did not answer, reading it with Python", map[string]any{"gcs": gcsAddr, "reason": err.Error()})
+	}
+	return m.TableWithPython(ctx, s, gcsAddr)
+}
+
+// TableWithPython reads the table with ray.NodesScript in Ray's own Python.
+func (m *Manager) TableWithPython(ctx context.Context, s Spec, gcsAddr string) (ray.Table, error) {
 	read := []string{"sh", "-c", ray.AuthEnv + `
 ray=$1; shift
 ` + ray.PythonOfRay + `
@@ -66,4 +87,64 @@ exec "$py" -c "$@"`, "sh", s.Runtime.Ray(), ray.NodesScript, gcsAddr}
 		return ray.Table{}, err
 	}
 	return ray.ParseNodes(string(res.Stdout))
+}
+
+// TableOverGRPC reads the table from the GCS's gRPC service, through a
+// tunnel from the head to the GCS address. A refused tunnel is the same
+// proof of a GCS gone as NodesScript's refused socket (both connect from
+// the head); any other failure is an error, and the caller reads with
+// Python.
+func (m *Manager) TableOverGRPC(ctx context.Context, s Spec, gcsAddr string) (ray.Table, error) {
+	read := []string{"sh", "-c", tokenReadScript}
+	argv := s.Runtime.Wrap(read, false)
+	if c := s.Runtime.Container; c != nil {
+		argv = s.Runtime.WrapIfRunning(read, ray.NotRunningLine(c.Name))
+	}
+	res, err := m.run(ctx, s.Head.Endpoint, "read Ray auth token", argv)
+	if err != nil {
+		return ray.Table{}, err
+	}
+	if out := string(res.Stdout); strings.HasPrefix(out, "@@nodes ") {
+		return ray.ParseNodes(out) // the runtime's container is not running
+	}
+	conn, err := m.Pool.Get(ctx, s.Head.Endpoint)
+	if err != nil {
+		return ray.Table{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, raygcs.Timeout)
+	defer cancel()
+	r, err := raygcs.Read(ctx, conn.DialContext, gcsAddr, strings.TrimSpace(string(res.Stdout)))
+	if refused(err) {
+		return ray.Table{GCSError: "connection refused, from the head"}, nil
+	}
+	if err != nil {
+		return ray.Table{}, err
+	}
+	host, _, _ := net.SplitHostPort(gcsAddr)
+	return r.Table(host, m.driverParents(ctx, s, r.DriversOn(host))), nil
+}
+
+// refused reports whether the head's sshd found nothing listening at the
+// tunnel's address ("connect failed (Connection refused)").
+func refused(err error) bool {
+	var oc *ssh.OpenChannelError
+	return errors.As(err, &oc) && oc.Reason == ssh.ConnectionFailed && strings.Contains(strings.ToLower(oc.Message), "connection refused")
+}
+
+// driverParents names the processes that started the placement groups'
+// drivers on the head (vLLM's `vllm serve`), for the diagnostics that say
+// who holds a GPU. Only a name is lost if it fails.
+func (m *Manager) driverParents(ctx context.Context, s Spec, pids []int64) map[int64]raygcs.Parent {
+	if len(pids) == 0 {
+		return nil
+	}
+	argv := []string{"sh", "-c", raygcs.ParentsScript, "sh"}
+	for _, p := range pids {
+		argv = append(argv, strconv.FormatInt(p, 10))
+	}
+	res, err := m.run(ctx, s.Head.Endpoint, "name placement groups' drivers", s.Runtime.Wrap(argv, false))
+	if err != nil {
+		return nil
+	}
+	return raygcs.ParseParents(string(res.Stdout))
 }

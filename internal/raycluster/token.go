@@ -64,11 +64,14 @@ func (m *Manager) putToken(ctx context.Context, s Spec, n NodeSpec, token string
 	return m.runStdin(ctx, n.Endpoint, "write Ray auth token on "+n.Name, s.Runtime.Wrap(transport.Script(tokenScript, "replace"), true), []byte(token))
 }
 
+// tokenReadScript prints Ray's auth token where Ray runs, or nothing when
+// the node holds none (the cluster then runs without token authentication).
+const tokenReadScript = `cat "$HOME/.ray/auth_token" 2>/dev/null || true`
+
 // ReadToken reads the cluster's token from the head ("" when it has none).
 // It stays in memory, on its way to a worker.
 func (m *Manager) ReadToken(ctx context.Context, s Spec) (string, error) {
-	res, err := m.run(ctx, s.Head.Endpoint, "read Ray auth token",
-		s.Runtime.Wrap([]string{"sh", "-c", `cat "$HOME/.ray/auth_token" 2>/dev/null || true`}, false))
+	res, err := m.run(ctx, s.Head.Endpoint, "read Ray auth token", s.Runtime.Wrap([]string{"sh", "-c", tokenReadScript}, false))
 	if err != nil {
 		return "", err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lab-infra/terraform-provider-spark/internal/acctest"
 	"github.com/lab-infra/terraform-provider-spark/internal/lab"
+	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
 )
 
 const modelAddr = "spark_model.tiny"
@@ -244,12 +245,16 @@ func TestAccModel_servesTensorParallel(t *testing.T) {
 				statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
 				statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("model"), knownvalue.StringExact(dir)),
 			},
-			Check: func(*terraform.State) error {
-				if got, want := sums(t, l, w, dir), sums(t, l, head, dir); got != want || want == "" {
-					return fmt.Errorf("%s holds:\n%s\nthe head:\n%s", w.Name, got, want)
-				}
-				return nil
-			},
+			Check: resource.ComposeAggregateTestCheckFunc(
+				func(*terraform.State) error {
+					if got, want := sums(t, l, w, dir), sums(t, l, head, dir); got != want || want == "" {
+						return fmt.Errorf("%s holds:\n%s\nthe head:\n%s", w.Name, got, want)
+					}
+					return nil
+				},
+				// A serving vLLM holds a placement group: both readers name it.
+				gcsReadersAgree(l, raycluster.Spec{}, " serve "+dir),
+			),
 		}},
 	})
 }

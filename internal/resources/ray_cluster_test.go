@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/terraform-plugin-testing/compare"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/lab-infra/terraform-provider-spark/internal/acctest"
 	"github.com/lab-infra/terraform-provider-spark/internal/lab"
+	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
@@ -570,4 +573,56 @@ func TestAccRayCluster_secretEnvNeverInState(t *testing.T) {
 			},
 		},
 	})
+}
+
+// gcsReadersAgree checks, on the running cluster, that the node table a
+// plan reads from the GCS's gRPC service (no Python on the node) is the one
+// Ray's own Python client reads: every node, every placement group with
+// where its GPUs are and who holds them, and Ray's version. runtime is
+// what the cluster runs in (its container's name matters to both readers);
+// held, when not "", is what the holder of some created placement group
+// must name.
+func gcsReadersAgree(l *lab.File, rt raycluster.Spec, held string) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		rs, ok := s.RootModule().Resources[clusterAddr]
+		if !ok {
+			return fmt.Errorf("no %s in state", clusterAddr)
+		}
+		addr := rs.Primary.Attributes["head_address"]
+		pool, err := transport.NewPool(transport.Config{User: l.SSHUser, PrivateKeyFile: l.PrivateKeyFile, KnownHostsFile: l.KnownHostsFile})
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		m := raycluster.NewManager(pool)
+		rt.Head.Endpoint = transport.Endpoint{Host: l.Nodes[0].SSHHost, Port: l.Nodes[0].SSHPort}
+		ctx := context.Background()
+		viaGRPC, err := m.TableOverGRPC(ctx, rt, addr)
+		if err != nil {
+			return fmt.Errorf("the GCS's gRPC service: %w", err)
+		}
+		viaPython, err := m.TableWithPython(ctx, rt, addr)
+		if err != nil {
+			return fmt.Errorf("Ray's Python client: %w", err)
+		}
+		if !viaGRPC.GCSUp || len(viaGRPC.Nodes) < 2 {
+			return fmt.Errorf("the gRPC reading found no running cluster at %s: %+v", addr, viaGRPC)
+		}
+		if d := cmp.Diff(sortedTable(viaPython), sortedTable(viaGRPC)); d != "" {
+			return fmt.Errorf("the two readings of %s differ (-Python +gRPC):\n%s", addr, d)
+		}
+		if held != "" && !slices.ContainsFunc(viaGRPC.PlacementGroups, func(g ray.PlacementGroup) bool {
+			return g.State == "CREATED" && g.GPUs > 0 && strings.Contains(g.Holder, held)
+		}) {
+			return fmt.Errorf("no created placement group held by %q: %+v", held, viaGRPC.PlacementGroups)
+		}
+		return nil
+	}
+}
+
+// sortedTable orders what neither reader promises an order for.
+func sortedTable(t ray.Table) ray.Table {
+	slices.SortFunc(t.Nodes, func(a, b ray.Node) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(t.PlacementGroups, func(a, b ray.PlacementGroup) int { return strings.Compare(a.ID, b.ID) })
+	return t
 }

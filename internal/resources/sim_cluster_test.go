@@ -178,7 +178,7 @@ func TestSimRayCluster_headDrift(t *testing.T) {
 	l.model.Reboot(0)
 	p, st = l.converge(clusterType, c.config(l), st)
 	expectDiagnostic(t, p.RefreshDiagnostics, diagnostic{severity: warning, summary: "Ray cluster is gone",
-		detail: []string{"The head's GCS at " + gcs + " does not answer ([Errno 111] Connection refused)", "created again"}})
+		detail: []string{"The head's GCS at " + gcs + " does not answer (connection refused, from the head)", "created again"}})
 	if !p.Refreshed.IsNull() {
 		t.Errorf("the refresh kept a cluster whose GCS is gone: %v", p.Refreshed)
 	}
@@ -272,7 +272,7 @@ func TestSimRayCluster_planRefusals(t *testing.T) {
 		name:    "a worker without Ray",
 		nodes:   func(m *sim.Model) { m.SetRayVersion(1, "") },
 		cluster: simCluster{workers: map[string]int{"w1": 1}},
-		want:    []diagnostic{{summary: "Ray not found on a node", rule: "D6", detail: []string{"Ray was not found on w1 ("}}},
+		want:    []diagnostic{{summary: "Ray not found on a node", rule: "D6", detail: []string{"Ray was not found on w1 (", `ray_command "ray"`}}},
 	}, {
 		name:    "the GCS port held by another program",
 		nodes:   func(m *sim.Model) { m.HoldPort(0, 6379, "redis-server") },
@@ -383,4 +383,18 @@ func TestSimRayCluster_failingChecksOnARunningCluster(t *testing.T) {
 	expectDiagnostic(t, stepDiagnostics(t, err), diagnostic{summary: "The address Ray registered for a node is no longer on it",
 		rule: "D3", attr: attr("workers", "[w1]", "node_ip"),
 		detail: []string{"Ray registered it as node:10.20.0.2", "its addresses: 10.20.0.12 on enP7s7"}})
+}
+
+// A running worker cut off from its running head (a firewall rule, a
+// switch port down) while Ray still lists it alive: the plan would change
+// nothing, yet it is an error, so `plan -detailed-exitcode` in a scheduled
+// job fails instead of exiting 0 on a warning.
+func TestSimRayCluster_workerCutOffFailsThePlan(t *testing.T) {
+	l := newSimLab(t, 2)
+	c := simCluster{workers: map[string]int{"w1": 1}}
+	_, st := l.converge(clusterType, c.config(l), sim.State{})
+	l.model.CutOff(1)
+	_, err := l.plan(clusterType, c.config(l), st)
+	expectDiagnostic(t, stepDiagnostics(t, err), diagnostic{summary: "Worker cannot open the head's GCS port", rule: "D5",
+		attr: attr("workers", "[w1]", "ssh_host"), detail: []string{"failed (closed timed out)", "-refresh=false"}})
 }

@@ -26,6 +26,8 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/acctest"
 	"github.com/lab-infra/terraform-provider-spark/internal/lab"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
+	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
+	spark "github.com/lab-infra/terraform-provider-spark/internal/runtime"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
@@ -513,7 +515,9 @@ func TestAccVLLMDeployment_containerRuntime(t *testing.T) {
 				if code, body, err := chat(endpoint, ""); err != nil || code != 200 {
 					return fmt.Errorf("chat completion through %s: %d %s %w", endpoint, code, body, err)
 				}
-				return nil
+				// Ray's token is inside the container: the gRPC reading
+				// finds it there, and names the server inside it.
+				return gcsReadersAgree(l, raycluster.Spec{Runtime: spark.Runtime{Container: &spark.Container{Name: "ray-node"}}}, " serve ")(s)
 			},
 		}}, append(r.steps(resource.TestStep{
 			Config:      onHost,

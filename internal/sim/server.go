@@ -287,6 +287,12 @@ func (n *nodeServer) tunnel(nc ssh.NewChannel) {
 	}
 	m := n.fleet.Model
 	v := m.dialVLLM(n.index, to.Host, int(to.Port))
+	if v == nil && m.gcsUp(net.JoinHostPort(to.Host, strconv.Itoa(int(to.Port)))) {
+		// The simulated GCS answers NodesScript, not gRPC: an sshd that
+		// forwards no ports says this, and the provider reads with Python.
+		_ = nc.Reject(ssh.Prohibited, "the simulated node serves no GCS gRPC")
+		return
+	}
 	if v == nil {
 		_ = nc.Reject(ssh.ConnectionFailed, "Connection refused")
 		return
