@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/lab"
+	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
 // A Look is one thing Running looks for on a lab node: a shell command that
@@ -52,12 +53,22 @@ func Running(n lab.Node, looks ...Look) (string, error) {
 // RunningAs is Running as user ("" is root), with that user's home: for
 // looks that name the user's own files ($(id -u), $HOME).
 func RunningAs(n lab.Node, user string, looks ...Look) (string, error) {
-	script := make([]string, 0, len(looks)+1)
-	for _, l := range looks {
-		script = append(script, string(l))
-	}
-	out, err := execAs(n, user, "sh", "-c", strings.Join(append(script, "true"), "; "))
+	out, err := execAs(n, user, "sh", "-c", lookScript(looks))
 	return strings.TrimSpace(out), err
+}
+
+// lookScript runs each command of the looks in turn. A command that finds
+// nothing exits 1 (pgrep, ps -C), which is an answer; one that cannot look
+// (a bad pattern: pgrep exits 2; a missing tool: 127) fails the script,
+// naming itself, or a broken look would read as "nothing running".
+func lookScript(looks []Look) string {
+	var script []string
+	for _, l := range looks {
+		for _, c := range strings.Split(string(l), "; ") {
+			script = append(script, c+" || [ $? -eq 1 ] || { echo "+transport.Quote("cannot look: "+c)+" >&2; exit 3; }")
+		}
+	}
+	return strings.Join(append(script, "exit 0"), "\n")
 }
 
 // RunningOrFail is Running for a step's PreConfig: a node that cannot be

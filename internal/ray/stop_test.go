@@ -109,6 +109,31 @@ func TestStopScriptStopsOnlyThisCluster(t *testing.T) {
 }
 
 // Nothing of the cluster on the node: the stop succeeds.
+// Nothing of the cluster on the node: the stop succeeds and takes nothing,
+// not even what merely looks like it: an address that only begins like
+// this cluster's, a head's GCS on another port, and a Ray started by hand
+// on another cluster's head.
 func TestStopScriptNothingToStop(t *testing.T) {
+	tag := os.Getpid()
+	near := []struct {
+		name string
+		argv []string
+		pid  int
+	}{
+		{name: "raylet of 10.77.0.9:463790", argv: []string{"raylet", "--gcs-address=10.77.0.9:463790"}},
+		{name: "GCS on port 46380", argv: []string{"gcs_server", "--gcs_server_port=46380"}},
+		{name: "ray start of 10.77.0.19", argv: []string{"ray", "start", "--address", "10.77.0.19:46379"}},
+	}
+	for i := range near {
+		sleeper := fmt.Sprintf("sleep %d.%d", 311+i, tag)
+		near[i].pid = fakeProc(t, nil, sleeper+" & wait", near[i].argv...)
+		pidOf(t, sleeper) // started: the stop below could not have missed it
+	}
 	stop(t, "10.77.0.9:46379", true)
+	time.Sleep(100 * time.Millisecond)
+	for _, n := range near {
+		if !alive(n.pid) {
+			t.Errorf("a stop with nothing of its cluster on the node killed the %s (pid %d)", n.name, n.pid)
+		}
+	}
 }

@@ -92,35 +92,43 @@ func (m *Manager) StartedBy(ctx context.Context, s Spec) (string, error) {
 	return strings.TrimSpace(string(res.Stdout)), nil
 }
 
-// Lock takes the node lock on every endpoint (in a fixed order, so two
-// operations never wait on each other) and returns the release. It fails
-// fast when another operation holds a lock, naming the holder.
-func (m *Manager) Lock(ctx context.Context, holder string, endpoints ...transport.Endpoint) (func(), error) {
-	sort.Slice(endpoints, func(i, j int) bool {
-		if endpoints[i].Host != endpoints[j].Host {
-			return endpoints[i].Host < endpoints[j].Host
-		}
-		return endpoints[i].Port < endpoints[j].Port
-	})
-	var held []*transport.Held
-	release := func() {
-		for _, h := range held {
-			h.Release()
-		}
-	}
-	// One lock per node: nodes are told apart by address and SSH port (two
-	// boxes behind one address are reached on two ports).
+// lockOrder is the nodes to lock, each once, in a fixed order (so two
+// operations never wait on each other): nodes are told apart by address
+// and SSH port (two boxes behind one address are reached on two ports).
+func lockOrder(endpoints []transport.Endpoint) []transport.Endpoint {
 	seen := map[string]bool{}
+	var nodes []transport.Endpoint
 	for _, e := range endpoints {
 		port := e.Port
 		if port == 0 {
 			port = transport.DefaultPort
 		}
 		key := net.JoinHostPort(e.Host, strconv.Itoa(port))
-		if seen[key] {
-			continue
+		if !seen[key] {
+			seen[key] = true
+			nodes = append(nodes, e)
 		}
-		seen[key] = true
+	}
+	sort.Slice(nodes, func(i, j int) bool {
+		if nodes[i].Host != nodes[j].Host {
+			return nodes[i].Host < nodes[j].Host
+		}
+		return nodes[i].Port < nodes[j].Port
+	})
+	return nodes
+}
+
+// Lock takes the node lock on every endpoint (in a fixed order, so two
+// operations never wait on each other) and returns the release. It fails
+// fast when another operation holds a lock, naming the holder.
+func (m *Manager) Lock(ctx context.Context, holder string, endpoints ...transport.Endpoint) (func(), error) {
+	var held []*transport.Held
+	release := func() {
+		for _, h := range held {
+			h.Release()
+		}
+	}
+	for _, e := range lockOrder(endpoints) {
 		c, err := m.Pool.Get(ctx, e)
 		if err != nil {
 			release()

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
 // startLock runs lockScript on this machine as a node would, with TMPDIR
@@ -101,4 +103,22 @@ func TestLockScriptUsesAnotherUsersLockFile(t *testing.T) {
 		t.Fatalf("lock file of another user: %s", msg)
 	}
 	release()
+}
+
+// Each node is locked once, and two boxes behind one address (two SSH
+// ports) are two nodes; the order is fixed, whatever the order asked.
+func TestLockOrder(t *testing.T) {
+	got := lockOrder([]transport.Endpoint{
+		{Host: "10.0.0.2", Port: 2222}, {Host: "10.0.0.1"}, {Host: "10.0.0.2", Port: 22},
+		{Host: "10.0.0.1", Port: 22}, {Host: "10.0.0.2", Port: 2222, User: "ops2"},
+	})
+	want := []transport.Endpoint{{Host: "10.0.0.1"}, {Host: "10.0.0.2", Port: 22}, {Host: "10.0.0.2", Port: 2222}}
+	if len(got) != len(want) {
+		t.Fatalf("lock order %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i].Host != want[i].Host || got[i].Port != want[i].Port {
+			t.Fatalf("lock order %v, want %v", got, want)
+		}
+	}
 }

@@ -387,7 +387,7 @@ func TestAccRayCluster_anotherUsersRayOutlivesDestroy(t *testing.T) {
 		ProtoV6ProviderFactories: acctest.Factories,
 		CheckDestroy: func(s *terraform.State) error {
 			for _, n := range l.Nodes {
-				out, err := acctest.Running(n, acctest.RayDaemonsOf("root"))
+				out, err := acctest.Running(n, acctest.RayDaemonsOf(l.SSHUser))
 				if err != nil || strings.TrimSpace(out) != "" {
 					return fmt.Errorf("this cluster's Ray still runs on %s after destroy (%w):\n%s", n.Name, err, out)
 				}

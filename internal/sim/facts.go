@@ -62,7 +62,7 @@ func (m *Model) facts(i int, args []string) string {
 		section("listeners", m.listeners(i, port))
 	}
 	if addr := arg(args, 5); addr != "" {
-		section("tcp", m.tcpProbe(addr))
+		section("tcp", m.tcpProbe(n, addr))
 	}
 	section("python", PythonVersion)
 	section("ray", n.RayVersion)
@@ -129,8 +129,12 @@ func (m *Model) listeners(i int, port string) string {
 	return ""
 }
 
-// tcpProbe is the script's TCP connection attempt: open where a GCS listens.
-func (m *Model) tcpProbe(addr string) string {
+// tcpProbe is the script's TCP connection attempt from node n: open where a
+// GCS listens, unless n is cut off.
+func (m *Model) tcpProbe(n Node, addr string) string {
+	if n.firewalled {
+		return "closed timed out"
+	}
 	if m.gcsUp(addr) {
 		return "open"
 	}

@@ -36,6 +36,9 @@ type Node struct {
 	VLLMVersion string
 
 	held map[int]string // port -> the program of the SSH user's that listens there
+	// firewalled: the node's connections to other nodes are dropped
+	// (CutOff), while its addresses stay as they were.
+	firewalled bool
 }
 
 // raylet is Ray running on a node: what `ray start` registered.

@@ -42,6 +42,15 @@ func (m *Model) MoveNode(i int, ip netip.Addr) {
 	m.nodes[i].IP = ip
 }
 
+// CutOff drops node i's connections to other nodes (a firewall rule, a
+// switch port down) while its addresses stay; Ray keeps it alive in its
+// table until heartbeats time out.
+func (m *Model) CutOff(i int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.nodes[i].firewalled = true
+}
+
 // StartRay runs `ray start` on node i by hand, args as they follow
 // "start" (a Ray the provider did not start: another user's, or an
 // operator's).

@@ -172,18 +172,23 @@ if [ -n "$st" ] && [ "${st%% *}" != Z ] && [ "$(echo "$st" | cut -d' ' -f20)" = 
 // on: vLLM's EngineCore (titled "VLLM::EngineCore", so no "vllm serve" in its
 // command line) keeps its Ray placement group, and its GPUs, until it dies.
 // They are ours: the kernel does not reuse a PID while a process group of
-// that number has members.
+// that number has members. A PID that a process of another start time
+// holds was reused, and its group is left alone.
 const StopScript = `pid=${1%%:*} start=${1#*:} port=$2 grace=$3 dir=$4
 private=
 ` + transport.PrivateDir + `[ -n "$dir" ] || ! owned || dir=$private/vllm-$port
 same() { st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) && [ "${st%% *}" != Z ] && [ "$(echo "$st" | cut -d' ' -f20)" = "$start" ]; }
 group() { [ -n "$pid" ] && pgrep -g "$pid" >/dev/null 2>&1; }
+# A process with the PID but another start time: the PID was reused, so
+# the server's group had no members left then, and a group of that number
+# now is someone else's.
+reused() { st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) && [ "$(echo "$st" | cut -d' ' -f20)" != "$start" ]; }
 if [ -n "$pid" ] && same; then
   kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
   i=0; while same && [ "$i" -lt "$grace" ]; do sleep 1; i=$((i+1)); done
   same && { kill -KILL "-$pid" 2>/dev/null || kill -KILL "$pid"; sleep 1; }
 fi
-if group; then
+if group && ! reused; then
   kill -TERM "-$pid" 2>/dev/null
   i=0; while group && [ "$i" -lt "$grace" ]; do sleep 1; i=$((i+1)); done
   group && { kill -KILL "-$pid" 2>/dev/null; sleep 1; }

@@ -11,8 +11,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -279,12 +281,20 @@ func TestStartMarkerScripts(t *testing.T) {
 	if got := unfinished(); got != "" {
 		t.Fatalf("a dead server is unfinished: %q", got)
 	}
-	// Someone else's directory proves nothing.
-	if err := os.Chmod(private, 0o777); err != nil {
+	// A live unfinished launch, seen through a directory that is not the
+	// user's own (a link another local user could have planted to point
+	// anywhere): it proves nothing, and nothing is reported; seen through
+	// the real directory, the same launch is.
+	id = launch()
+	link := private + "-link"
+	if err := os.Symlink(private, link); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("/bin/sh", "-c", UnfinishedScript, "sh", "8000", private+"/../tps-link").CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "" {
-		t.Fatalf("a directory that is not there: %q %v", out, err)
+	if got := unfinished(); got != id+"\npid 42 on laptop" {
+		t.Fatalf("test setup: the live launch is not unfinished: %q", got)
+	}
+	if out, err := exec.Command("/bin/sh", "-c", UnfinishedScript, "sh", "8000", link).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "" {
+		t.Fatalf("a marker in a directory that is not the user's own was believed: %q %v", out, err)
 	}
 }
 
@@ -515,5 +525,31 @@ func TestUnfinishedLaunchWhileLocked(t *testing.T) {
 	_ = hold.Wait()
 	if got := unfinished(); got != id+"\napply A" {
 		t.Fatalf("after the lock was released: %q", got)
+	}
+}
+
+// A server's PID reused by another program that leads a process group of
+// its own (a login's job, another user's vLLM): the stop finds a process
+// under the PID with another start time, and leaves it and its group be.
+func TestStopLeavesTheGroupOfAReusedPID(t *testing.T) {
+	child := fmt.Sprintf("sleep 32.%d", os.Getpid())
+	cmd := exec.Command("setsid", "sh", "-c", child+` & exec sleep 33`)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = exec.Command("kill", "-KILL", "--", "-"+strconv.Itoa(cmd.Process.Pid)).Run()
+		_ = cmd.Wait()
+	})
+	for i := 0; i < 100 && running(child) == ""; i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The identity a stopped server left: this PID, another start time.
+	id := strconv.Itoa(cmd.Process.Pid) + ":1"
+	if o, err := exec.Command("/bin/sh", "-c", StopScript, "sh", id, "1", "1").CombinedOutput(); err != nil {
+		t.Fatalf("stop: %v %s", err, o)
+	}
+	if running(child) == "" || cmd.ProcessState != nil || syscall.Kill(cmd.Process.Pid, 0) != nil {
+		t.Fatal("the stop of a gone server killed the process group that reuses its PID")
 	}
 }
