@@ -34,7 +34,7 @@ try:
         state = v.DESCRIPTOR.fields_by_name["state"].enum_type.values_by_number[v.state].name
         nodes.append({"id": v.node_id.hex(), "alive": state == "ALIVE", "ip": v.node_manager_address,
                       "hostname": v.node_manager_hostname, "is_head": bool(v.is_head_node),
-                      "resources": dict(v.resources_total), "labels": dict(v.labels)})
+                      "resources": dict(v.resources_total), "labels": dict(v.labels), "started_ms": v.start_time_ms})
 except (ImportError, AttributeError, TypeError):
     ray.init(address=addr, logging_level="ERROR", log_to_driver=False)
     for n in ray.nodes():
@@ -94,6 +94,9 @@ type Node struct {
 	IsHead    bool               `json:"is_head"`
 	Resources map[string]float64 `json:"resources"`
 	Labels    map[string]string  `json:"labels"`
+	// StartedMs is when the node registered (GcsNodeInfo.start_time_ms);
+	// 0 when the reader cannot tell (ray.nodes() has no such field).
+	StartedMs uint64 `json:"started_ms"`
 }
 
 // PlacementGroup is one of Ray's placement groups: what a vLLM server's
@@ -182,14 +185,22 @@ func (t Table) Head() (Node, bool) {
 }
 
 // Alive returns the alive node registered under ip, if any. Dead rows of
-// an earlier incarnation with the same IP are skipped.
-func (t Table) Alive(ip string) (Node, bool) {
+// an earlier incarnation with the same IP are skipped; of two alive ones
+// (a node killed without a word is listed alive until the GCS's health
+// checks fail, beside its restart) the one that registered last.
+func (t Table) Alive(ip string) (Node, bool) { return t.AliveExcept(ip, nil) }
+
+// AliveExcept is Alive, not counting the nodes whose IDs are stale (the
+// incarnations an apply just stopped, which the GCS may still list alive).
+func (t Table) AliveExcept(ip string, stale map[string]bool) (Node, bool) {
+	var found Node
+	ok := false
 	for _, n := range t.Nodes {
-		if n.Alive && n.IP == ip {
-			return n, true
+		if n.Alive && n.IP == ip && !stale[n.ID] && (!ok || n.StartedMs > found.StartedMs) {
+			found, ok = n, true
 		}
 	}
-	return Node{}, false
+	return found, ok
 }
 
 func tail(s string) string {

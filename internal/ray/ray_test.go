@@ -144,3 +144,24 @@ func TestNotRunningLineIsGone(t *testing.T) {
 		t.Fatal("a timeout proves nothing")
 	}
 }
+
+// A node killed without a word (its container removed, OOM) stays listed
+// alive until the GCS's health checks fail, beside the same node started
+// again under the same IP: Alive is the one that registered last.
+func TestAliveIsTheLatestIncarnation(t *testing.T) {
+	tb := Table{Nodes: []Node{
+		{ID: "dead", IP: "10.0.0.2", StartedMs: 300},
+		{ID: "old", Alive: true, IP: "10.0.0.2", StartedMs: 100, Labels: map[string]string{"team": "b1"}},
+		{ID: "new", Alive: true, IP: "10.0.0.2", StartedMs: 200, Labels: map[string]string{"team": "b2"}},
+		{ID: "other", Alive: true, IP: "10.0.0.3", StartedMs: 400},
+	}}
+	if n, ok := tb.Alive("10.0.0.2"); !ok || n.ID != "new" {
+		t.Fatalf("Alive(10.0.0.2) = %q, %v; want the latest alive incarnation", n.ID, ok)
+	}
+	if n, ok := tb.AliveExcept("10.0.0.2", map[string]bool{"new": true}); !ok || n.ID != "old" {
+		t.Fatalf("AliveExcept(new) = %q, %v; want old", n.ID, ok)
+	}
+	if _, ok := tb.AliveExcept("10.0.0.2", map[string]bool{"new": true, "old": true}); ok {
+		t.Fatal("every alive incarnation stale, yet one was found")
+	}
+}

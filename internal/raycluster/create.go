@@ -107,7 +107,7 @@ func (c *creation) start(ctx context.Context) (ray.Table, bool) {
 		return ray.Table{}, false
 	}
 	want := map[string]string{HeadName: p.HeadIP}
-	if _, err := c.m.WaitRegistered(ctx, s, c.gcsAddr, want, p.Hostnames); err != nil {
+	if _, err := c.m.WaitRegistered(ctx, s, c.gcsAddr, want, p.Hostnames, nil); err != nil {
 		c.fail(ctx, true, failed(s.Head.Path, "Ray head did not register as planned", err))
 		return ray.Table{}, false
 	}
@@ -125,7 +125,7 @@ func (c *creation) start(ctx context.Context) (ray.Table, bool) {
 		c.fail(ctx, true, workerFailures(s, "Cannot start Ray worker", errs)...)
 		return ray.Table{}, false
 	}
-	t, err := c.m.WaitRegistered(ctx, s, c.gcsAddr, want, p.Hostnames)
+	t, err := c.m.WaitRegistered(ctx, s, c.gcsAddr, want, p.Hostnames, nil)
 	if err != nil {
 		c.fail(ctx, true, notRegistered(s, err))
 		return ray.Table{}, false

@@ -146,9 +146,11 @@ func (e *RegistrationError) Error() string {
 }
 
 // WaitRegistered polls the node table until every wanted node (name -> IP)
-// is alive under its IP. A node whose hostname shows up alive under
-// another IP fails at once.
-func (m *Manager) WaitRegistered(ctx context.Context, s Spec, gcsAddr string, want map[string]string, hostnames map[string]string) (ray.Table, error) {
+// is alive under its IP, not counting the stale node IDs (the
+// incarnations an update stopped: killed without a word, the GCS lists
+// them alive until its health checks fail). A node whose hostname shows up
+// alive under another IP fails at once.
+func (m *Manager) WaitRegistered(ctx context.Context, s Spec, gcsAddr string, want, hostnames map[string]string, stale map[string]bool) (ray.Table, error) {
 	start := time.Now()
 	var last ray.Table
 	var lastErr error
@@ -156,7 +158,7 @@ func (m *Manager) WaitRegistered(ctx context.Context, s Spec, gcsAddr string, wa
 		t, err := m.Table(ctx, s, gcsAddr)
 		if err == nil && t.GCSUp {
 			last = t
-			missing, wrong := checkRegistered(t, want, hostnames)
+			missing, wrong := checkRegistered(t, want, hostnames, stale)
 			if wrong != nil {
 				return t, wrong
 			}
@@ -239,9 +241,9 @@ func workerFailures(s Spec, summary string, errs map[string]error) []preflight.D
 // IP): wrong when a node's hostname is alive under another IP (Ray will
 // not move it, so waiting is pointless), else missing names one node not
 // alive under its IP yet ("" when every node is).
-func checkRegistered(t ray.Table, want, hostnames map[string]string) (missing string, wrong *RegistrationError) {
+func checkRegistered(t ray.Table, want, hostnames map[string]string, stale map[string]bool) (missing string, wrong *RegistrationError) {
 	for name, ip := range want {
-		if _, ok := t.Alive(ip); ok {
+		if _, ok := t.AliveExcept(ip, stale); ok {
 			continue
 		}
 		missing = name

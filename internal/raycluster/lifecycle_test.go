@@ -62,6 +62,7 @@ func TestCheckRegistered(t *testing.T) {
 		name      string
 		nodes     []ray.Node
 		hostnames map[string]string
+		stale     map[string]bool
 		missing   string
 		wrongGot  string // the IP a wrong registration names; "" none
 	}{
@@ -74,9 +75,16 @@ func TestCheckRegistered(t *testing.T) {
 		{name: "another IP, hostname unknown: wait", nodes: []ray.Node{head, {Alive: true, IP: "10.1.230.181", Hostname: "spark2"}},
 			hostnames: map[string]string{}, missing: "spark2"},
 		{name: "its IP, but not alive", nodes: []ray.Node{head, {IP: "192.168.200.13", Hostname: "spark2"}}, hostnames: hostnames, missing: "spark2"},
+		// The worker this update stopped by SIGKILL (its container
+		// removed) is listed alive until the GCS's health checks fail: it
+		// is not the worker registering again.
+		{name: "only the stopped incarnation, listed alive", nodes: []ray.Node{head, {ID: "old", Alive: true, IP: "192.168.200.13", Hostname: "spark2"}},
+			hostnames: hostnames, stale: map[string]bool{"old": true}, missing: "spark2"},
+		{name: "the stopped incarnation beside the new one", nodes: []ray.Node{head, {ID: "old", Alive: true, IP: "192.168.200.13", Hostname: "spark2"},
+			{ID: "new", Alive: true, IP: "192.168.200.13", Hostname: "spark2"}}, hostnames: hostnames, stale: map[string]bool{"old": true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			missing, wrong := checkRegistered(ray.Table{GCSUp: true, Nodes: c.nodes}, want, c.hostnames)
+			missing, wrong := checkRegistered(ray.Table{GCSUp: true, Nodes: c.nodes}, want, c.hostnames, c.stale)
 			if missing != c.missing {
 				t.Errorf("missing = %q, want %q", missing, c.missing)
 			}

@@ -46,6 +46,10 @@ type StopWorker struct {
 	// LeaveSession: Ray starts there again as another SSH user of the same
 	// host, in the same session (LeaveSession).
 	LeaveSession bool
+	// NodeID is the Ray node the worker was: once stopped it does not
+	// count as the worker registering again, even while the GCS still
+	// lists it alive.
+	NodeID string
 }
 
 // removed are the workers of Old that are not in New, in name order.
@@ -90,7 +94,13 @@ func (m *Manager) Reconcile(ctx context.Context, u Update) (ray.Table, []preflig
 	}
 	want := maps.Clone(u.Want)
 	want[HeadName] = u.HeadIP
-	t, err := m.WaitRegistered(ctx, u.New, gcsAddr, want, m.hostnames(ctx, u.New, u.Start))
+	stale := map[string]bool{}
+	for _, w := range u.Stop {
+		if w.NodeID != "" {
+			stale[w.NodeID] = true
+		}
+	}
+	t, err := m.WaitRegistered(ctx, u.New, gcsAddr, want, m.hostnames(ctx, u.New, u.Start), stale)
 	if err != nil {
 		found = append(found, failed(nil, "Ray workers did not register as planned", err))
 		return ray.Table{}, append(found, m.takeBack(ctx, u, gcsAddr)...)

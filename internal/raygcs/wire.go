@@ -166,7 +166,7 @@ func replyStatusOf(reply []byte) error {
 // DecodeNodes reads a GetAllNodeInfoReply (node_info_list, field 2) into
 // Ray's node table rows. GcsNodeInfo: node_id 1, node_manager_address 2,
 // state 7 (ALIVE 0, DEAD 1), node_manager_hostname 8, resources_total 11,
-// is_head_node 25, labels 26.
+// start_time_ms 23, is_head_node 25, labels 26.
 func DecodeNodes(reply []byte) ([]ray.Node, error) {
 	nodes := []ray.Node{}
 	err := eachRepeated(reply, 2, "node_info_list", func(b []byte) error {
@@ -182,6 +182,9 @@ func DecodeNodes(reply []byte) ([]ray.Node, error) {
 				return f.want(protowire.VarintType, "GcsNodeInfo.state")
 			case 8:
 				n.Hostname = string(f.v)
+			case 23:
+				n.StartedMs = f.x
+				return f.want(protowire.VarintType, "GcsNodeInfo.start_time_ms")
 			case 11:
 				return doubleEntry(f.v, n.Resources)
 			case 25:

@@ -265,7 +265,7 @@ func clusterUpdate(plan, state *clusterModel, spec, old raycluster.Spec) rayclus
 		if ok && sameNode(w, nw) && w.Alive.ValueBool() {
 			continue
 		}
-		u.Stop[name] = raycluster.StopWorker{RegisteredIP: w.RegisteredIP.ValueString(),
+		u.Stop[name] = raycluster.StopWorker{RegisteredIP: w.RegisteredIP.ValueString(), NodeID: w.NodeID.ValueString(),
 			RemoveToken:  !ok || !sameEndpoint(w, nw),
 			LeaveSession: ok && w.SSHHost.Equal(nw.SSHHost) && !w.SSHUser.Equal(nw.SSHUser)}
 	}

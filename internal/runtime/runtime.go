@@ -161,10 +161,13 @@ exec docker run --rm --network host "$@"`
 
 // StopArgv runs stop (which stops this cluster's Ray) where Ray runs. This
 // cluster's container (the provider's label, with this cluster as its
-// owner) goes, with everything in it; a container of the same name that is
-// someone else's, or another cluster's, stays: only stop runs in it, which
-// takes this cluster's processes only. Absent or stopped, there is nothing
-// to stop.
+// owner) goes, with everything in it, once stop ran in it: Ray's daemons
+// stopped by a signal they handle leave the GCS's node table at once, where
+// `docker rm -f`'s SIGKILL leaves the node listed alive until the GCS's
+// health checks fail, beside the same node started again. A container of
+// the same name that is someone else's, or another cluster's, stays: only
+// stop runs in it, which takes this cluster's processes only. Absent or
+// stopped, there is nothing to stop.
 func (r Runtime) StopArgv(stop []string) []string {
 	if r.Container == nil {
 		return stop
@@ -172,6 +175,7 @@ func (r Runtime) StopArgv(stop []string) []string {
 	return append([]string{"sh", "-c", `name=$1 owner=$2; shift 2
 state=$(docker inspect -f '{{.State.Running}} {{index .Config.Labels "` + Label + `"}}' "$name" 2>/dev/null) || exit 0
 case "$state" in
+  "true $owner") docker exec "$name" "$@" >&2 || :; docker rm -f "$name" >/dev/null 2>&1; ! docker inspect "$name" >/dev/null 2>&1 ;;
   *" $owner") docker rm -f "$name" >/dev/null 2>&1; ! docker inspect "$name" >/dev/null 2>&1 ;;
   "true "*) exec docker exec "$name" "$@" ;;
 esac`, "sh", r.Container.Name, r.Container.Owner}, stop...)

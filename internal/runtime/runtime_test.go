@@ -123,13 +123,14 @@ func expectDocker(t *testing.T, argv []string, cases []dockerCase) {
 }
 
 // Only this cluster's container (the provider's label, this cluster as its
-// owner) is removed; in someone else's container of the same name, or
-// another cluster's, only this cluster's stop runs.
+// owner) is removed, after this cluster's stop ran in it (Ray's daemons
+// then leave the GCS's table at once); in someone else's container of the
+// same name, or another cluster's, only this cluster's stop runs.
 func TestContainerStopRemovesOnlyItsOwnContainer(t *testing.T) {
 	r := Runtime{Container: &Container{Image: "img:1", Name: "ray-node-6379", Owner: OwnerOf(6379)}}
 	argv := r.StopArgv([]string{"sh", "-c", "stop this cluster"})
 	expectDocker(t, argv, []dockerCase{
-		{"true gcs-6379", "rm -f ray-node-6379"},
+		{"true gcs-6379", "exec ray-node-6379 sh -c stop this cluster\nrm -f ray-node-6379"},
 		{"false gcs-6379", "rm -f ray-node-6379"},
 		{"true gcs-6380", "exec ray-node-6379 sh -c stop this cluster"},
 		{"false gcs-6380", ""},
