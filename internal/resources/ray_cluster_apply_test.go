@@ -134,11 +134,11 @@ func TestClusterUpdate(t *testing.T) {
 		t.Errorf("specs or head IP: %+v", u)
 	}
 	wantStop := map[string]raycluster.StopWorker{
-		"w":       {RegisteredIP: "10.0.0.2", RemoveToken: true},
-		"dead":    {RegisteredIP: "10.0.0.4"},
-		"removed": {RegisteredIP: "10.0.0.5", RemoveToken: true},
-		"moved":   {RegisteredIP: "10.0.0.6", RemoveToken: true},
-		"newuser": {RegisteredIP: "10.0.0.7", RemoveToken: true, LeaveSession: true},
+		"w":       {RegisteredIP: "10.0.0.2", RemoveToken: true, NodeID: "id-spark2"},
+		"dead":    {RegisteredIP: "10.0.0.4", NodeID: "id-spark4"},
+		"removed": {RegisteredIP: "10.0.0.5", RemoveToken: true, NodeID: "id-spark5"},
+		"moved":   {RegisteredIP: "10.0.0.6", RemoveToken: true, NodeID: "id-spark6"},
+		"newuser": {RegisteredIP: "10.0.0.7", RemoveToken: true, LeaveSession: true, NodeID: "id-spark7"},
 	}
 	if len(u.Stop) != len(wantStop) {
 		t.Errorf("stop = %+v, want %+v", u.Stop, wantStop)

@@ -2,9 +2,12 @@ package resources_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/sim"
@@ -252,6 +255,19 @@ func TestSimVLLMDeployment_planFindings(t *testing.T) {
 			if len(ds) != len(tc.want) {
 				t.Errorf("%d diagnostics, want %d:\n%s", len(ds), len(tc.want), listDiagnostics(ds))
 			}
+			// A destroy refreshes first and plans this deployment too,
+			// though it was never created: every error of the plan says how
+			// to get by. (An invalid configuration is refused at validate,
+			// which a destroy runs too: no flag gets past it.)
+			var se *sim.StepError
+			if errors.As(err, &se) && strings.HasPrefix(se.Step, "validate ") {
+				return
+			}
+			for _, d := range ds {
+				if d.Severity == tfprotov6.DiagnosticSeverityError && !strings.Contains(d.Detail, "destroy -refresh=false") {
+					t.Errorf("the error %q lacks the destroy hint:\n%s", d.Summary, d.Detail)
+				}
+			}
 		})
 	}
 }
@@ -340,5 +356,31 @@ func TestSimVLLMDeployment_headUnreachable(t *testing.T) {
 		detail: []string{"terraform state rm <address>"}})
 	if _, _, _, ok := l.model.VLLM(0, 8000); !ok {
 		t.Error("the failed refresh stopped the server")
+	}
+}
+
+// Another apply (the same SSH user, another state or workspace) is
+// launching vllm serve on this head and port, its model still loading: a
+// plan that would launch there is refused, naming that apply, and the
+// loading server is left alone. Once it has answered, the port is simply
+// held by a serving server (D17), no longer "launching".
+func TestSimVLLMDeployment_anotherApplyLaunching(t *testing.T) {
+	l := withCluster(t)
+	d := simDeploy{}
+	l.converge(deploymentType, d.config(l), sim.State{}) // the other state's server
+	loading, _, _, _ := l.model.VLLM(0, 8000)
+	l.model.LaunchUnderWay(0, 8000, "terraform-provider-spark pid 77 on laptop-b")
+	_, err := l.plan(deploymentType, d.config(l), sim.State{})
+	expectDiagnostic(t, stepDiagnostics(t, err), diagnostic{summary: "Another apply is launching vllm serve on this port", attr: attr("port"),
+		detail: []string{"pid 77 on laptop-b", "Wait for that apply to finish"}})
+	if now, _, _, ok := l.model.VLLM(0, 8000); !ok || now != loading {
+		t.Fatalf("the loading server was touched: %q, then %q (running: %v)", loading, now, ok)
+	}
+	l.model.LaunchDone(0, 8000)
+	_, err = l.plan(deploymentType, d.config(l), sim.State{})
+	for _, diag := range stepDiagnostics(t, err) {
+		if diag.Summary == "Another apply is launching vllm serve on this port" {
+			t.Errorf("a launch that answered is still refused as under way: %s", diag.Detail)
+		}
 	}
 }

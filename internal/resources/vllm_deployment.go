@@ -265,7 +265,9 @@ func (r *vllmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 	planComputed(&plan, &config)
 	// Again here: at validate, ray_address is unknown when it comes from
 	// the cluster's head_address.
-	if checkServePort(plan, &resp.Diagnostics); resp.Diagnostics.HasError() {
+	var port diag.Diagnostics
+	checkServePort(plan, &port)
+	if resp.Diagnostics.Append(withDestroyHint(port)...); resp.Diagnostics.HasError() {
 		return
 	}
 	var state *vllmModel

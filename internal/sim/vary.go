@@ -171,3 +171,23 @@ func (m *Model) SetVLLMHealth(i, port, code int) error {
 	v.health = code
 	return nil
 }
+
+// LaunchUnderWay makes the vLLM on node i's port look like another apply's
+// launch still loading its model: its start marker names holder, and that
+// apply holds the launch lock (vllm.LaunchLockScript) until LaunchDone.
+func (m *Model) LaunchUnderWay(i, port int, holder string) {
+	dir := deploymentDir(port)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.files[i][dir+"/starting"] = holder + "\n"
+	m.launchLocks[i][dir] = true
+}
+
+// LaunchDone ends LaunchUnderWay: the other apply's server answered.
+func (m *Model) LaunchDone(i, port int) {
+	dir := deploymentDir(port)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.files[i], dir+"/starting")
+	delete(m.launchLocks[i], dir)
+}
