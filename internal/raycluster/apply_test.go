@@ -149,7 +149,7 @@ func TestApplyStepsWithNothingToDo(t *testing.T) {
 	if d != nil || !maps.EqualFunc(got.Workers, before, func(a, b NodeSpec) bool { return a.Name == b.Name }) {
 		t.Errorf("no worker to check: %v %+v", got.Workers, d)
 	}
-	if errs := m.startWorkers(ctx, s, nil, "10.0.0.1", nil, "", true); len(errs) != 0 {
+	if errs := m.startWorkers(ctx, s, nil, "10.0.0.1", nil, "", true, nil); len(errs) != 0 {
 		t.Errorf("no worker to start: %v", errs)
 	}
 	if stopped, d := m.stopChanged(ctx, Update{Old: s, Stop: map[string]StopWorker{"gone": {}}}, "10.0.0.1:6379"); stopped != nil || d != nil {

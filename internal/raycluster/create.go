@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -94,21 +95,19 @@ func (c *creation) claimHead(ctx context.Context, holder string) bool {
 	return true
 }
 
-// start starts the head, waits until it registered, then starts every
-// worker and waits until all registered: the node table then, and true.
-// A failure rolls back and returns false.
+// start starts the cluster and waits until every node registered: the
+// node table then, and true. The workers do not wait for the head's ray
+// start to return (it goes on to start Ray's dashboard and agents): each
+// is stopped clean, gets its container and the head's token meanwhile, and
+// runs its ray start as soon as the head's GCS lists the head. A failure
+// rolls back and returns false.
 func (c *creation) start(ctx context.Context) (ray.Table, bool) {
 	s, p := c.s, c.plan
-	// The head counts as started from the moment its ray start is sent: an
-	// apply interrupted while it runs (Ctrl-C cancels ctx) stops it too.
+	// A node counts as started from the moment anything is sent to start
+	// it: an apply interrupted meanwhile (Ctrl-C cancels ctx) stops it too.
 	c.started = []NodeSpec{s.Head}
-	if err := c.m.Start(ctx, s, s.Head, "", p.HeadIP, ""); err != nil {
+	if err := c.m.prepare(ctx, s, s.Head, ""); err != nil {
 		c.fail(ctx, true, failed(s.Head.Path, "Cannot start the Ray head", err))
-		return ray.Table{}, false
-	}
-	want := map[string]string{HeadName: p.HeadIP}
-	if _, err := c.m.WaitRegistered(ctx, s, c.gcsAddr, want, p.Hostnames, nil); err != nil {
-		c.fail(ctx, true, failed(s.Head.Path, "Ray head did not register as planned", err))
 		return ray.Table{}, false
 	}
 	token, err := c.m.clusterToken(ctx, s)
@@ -116,14 +115,24 @@ func (c *creation) start(ctx context.Context) (ray.Table, bool) {
 		c.fail(ctx, true, failed([]string{"auth_mode"}, "Cannot read the cluster's auth token", err))
 		return ray.Table{}, false
 	}
-	errs := c.m.startWorkers(ctx, s, s.WorkerNames(), p.HeadIP, p.Registered, token, true)
+	want := map[string]string{HeadName: p.HeadIP}
 	for _, name := range s.WorkerNames() {
 		c.started = append(c.started, s.Workers[name])
-		want[name] = p.Registered[name]
 	}
-	if len(errs) > 0 {
-		c.fail(ctx, true, workerFailures(s, "Cannot start Ray worker", errs)...)
+	headErr, headRegistered, workerErrs := c.startAll(ctx, token)
+	switch {
+	case headErr != nil:
+		c.fail(ctx, true, failed(s.Head.Path, "Cannot start the Ray head", headErr))
 		return ray.Table{}, false
+	case headRegistered != nil:
+		c.fail(ctx, true, failed(s.Head.Path, "Ray head did not register as planned", headRegistered))
+		return ray.Table{}, false
+	case len(workerErrs) > 0:
+		c.fail(ctx, true, workerFailures(s, "Cannot start Ray worker", workerErrs)...)
+		return ray.Table{}, false
+	}
+	for _, name := range s.WorkerNames() {
+		want[name] = p.Registered[name]
 	}
 	t, err := c.m.WaitRegistered(ctx, s, c.gcsAddr, want, p.Hostnames, nil)
 	if err != nil {
@@ -131,6 +140,36 @@ func (c *creation) start(ctx context.Context) (ray.Table, bool) {
 		return ray.Table{}, false
 	}
 	return t, true
+}
+
+// startAll runs the head's ray start and, beside it, the workers' (each
+// once the head registered): the head's error, the head's registration
+// error, and the workers' errors by name.
+func (c *creation) startAll(ctx context.Context, token string) (headErr, headRegistered error, workerErrs map[string]error) {
+	s, p := c.s, c.plan
+	// A head that fails to start cancels the wait for its registration.
+	headCtx, headFailed := context.WithCancel(ctx)
+	defer headFailed()
+	headDone := make(chan struct{})
+	go func() {
+		defer close(headDone)
+		if headErr = c.m.startRay(ctx, s, s.Head, "", p.HeadIP); headErr != nil {
+			headFailed()
+		}
+	}()
+	var once sync.Once
+	registered := func() error {
+		once.Do(func() {
+			_, headRegistered = c.m.WaitRegistered(headCtx, s, c.gcsAddr, map[string]string{HeadName: p.HeadIP}, p.Hostnames, nil)
+		})
+		return headRegistered
+	}
+	workerErrs = c.m.startWorkers(ctx, s, s.WorkerNames(), p.HeadIP, p.Registered, token, true, registered)
+	<-headDone
+	if headErr == nil {
+		_ = registered()
+	}
+	return headErr, headRegistered, workerErrs
 }
 
 // notRegistered is the error of workers that did not register as planned:

@@ -41,13 +41,25 @@ func (m *Manager) EnsureRuntime(ctx context.Context, s Spec, n NodeSpec) error {
 // Ray's default path (or gets a new random one) and a worker gets token,
 // read from the head: on stdin, never in argv, never in state.
 func (m *Manager) Start(ctx context.Context, s Spec, n NodeSpec, headIP, registeredIP, token string) error {
+	if err := m.prepare(ctx, s, n, token); err != nil {
+		return err
+	}
+	return m.startRay(ctx, s, n, headIP, registeredIP)
+}
+
+// prepare is what a node needs before its ray start: its runtime's
+// container and the cluster's auth token.
+func (m *Manager) prepare(ctx context.Context, s Spec, n NodeSpec, token string) error {
 	m.forget()
 	if err := m.EnsureRuntime(ctx, s, n); err != nil {
 		return err
 	}
-	if err := m.placeToken(ctx, s, n, token); err != nil {
-		return err
-	}
+	return m.placeToken(ctx, s, n, token)
+}
+
+// startRay runs the node's ray start, prepared.
+func (m *Manager) startRay(ctx context.Context, s Spec, n NodeSpec, headIP, registeredIP string) error {
+	m.forget()
 	o, step := startOptions(s, n, headIP, startEnv(s, registeredIP))
 	argv, envFile, err := ray.StartCommand(o)
 	if err != nil {
@@ -176,9 +188,19 @@ func (m *Manager) WaitRegistered(ctx context.Context, s Spec, gcsAddr string, wa
 				lastErr = ctx.Err()
 			}
 			return last, fmt.Errorf("%w (gave up: %w)", lastErr, ctx.Err())
-		case <-time.After(time.Second):
+		case <-time.After(pollAfter(time.Since(start))):
 		}
 	}
+}
+
+// pollAfter is how long WaitRegistered waits between reads: a quarter of
+// a second while a node usually registers (a read is one light round trip
+// to the GCS), then a second.
+func pollAfter(waited time.Duration) time.Duration {
+	if waited < 10*time.Second {
+		return 250 * time.Millisecond
+	}
+	return time.Second
 }
 
 // unreadTable is why a node-table read told nothing: its error, else the
@@ -201,8 +223,11 @@ func logRegistered(ctx context.Context, want map[string]string, start time.Time)
 // the head at headIP under the IP registered names for it. With clean, any
 // Ray already on a worker is stopped first: the node is about to join a new
 // cluster, and a raylet left from a cluster that is gone would hold its
-// ports. The errors are by worker name; none when every worker started.
-func (m *Manager) startWorkers(ctx context.Context, s Spec, names []string, headIP string, registered map[string]string, token string, clean bool) map[string]error {
+// ports. gate, when not nil, is waited for before each worker's ray start
+// (its stop, container and token done): a create's workers join once the
+// head's GCS lists the head, while the head's own start goes on. The
+// errors are by worker name; none when every worker started.
+func (m *Manager) startWorkers(ctx context.Context, s Spec, names []string, headIP string, registered map[string]string, token string, clean bool, gate func() error) map[string]error {
 	var mu sync.Mutex
 	errs := map[string]error{}
 	var wg sync.WaitGroup
@@ -214,7 +239,13 @@ func (m *Manager) startWorkers(ctx context.Context, s Spec, names []string, head
 				err = m.Stop(ctx, s, w, s.GCSAddr(headIP))
 			}
 			if err == nil {
-				err = m.Start(ctx, s, w, headIP, registered[name], token)
+				err = m.prepare(ctx, s, w, token)
+			}
+			if err == nil && gate != nil {
+				err = gate()
+			}
+			if err == nil {
+				err = m.startRay(ctx, s, w, headIP, registered[name])
 			}
 			if err != nil {
 				mu.Lock()

@@ -88,7 +88,7 @@ func (m *Manager) Reconcile(ctx context.Context, u Update) (ray.Table, []preflig
 	if err != nil {
 		return ray.Table{}, append(found, failed([]string{"auth_mode"}, "Cannot read the cluster's auth token", err))
 	}
-	if errs := m.startWorkers(ctx, u.New, u.Start, u.HeadIP, u.Want, token, false); len(errs) > 0 {
+	if errs := m.startWorkers(ctx, u.New, u.Start, u.HeadIP, u.Want, token, false, nil); len(errs) > 0 {
 		found = append(found, workerFailures(u.New, "Cannot start Ray worker", errs)...)
 		return ray.Table{}, append(found, m.takeBack(ctx, u, gcsAddr)...)
 	}
