@@ -337,12 +337,32 @@ def main():
     apply2, applyN, join1, joinN, reapply, rayup_t, noop_t = [], [], [], [], [], [], []
     plan2, planN, cpuN, hsN, leftN, rssN, others_touched = [], [], [], [], [], [], []
 
+    # The by-hand floor at n nodes: what the plan reads, done by a script
+    # with no provider: one SSH session per node, all in parallel, reading
+    # the node's hostname, addresses, routes and listeners, and on the head
+    # one ray.nodes() (the operator's way to ask Ray). Taken beside each
+    # plan at the same n, so the lab's contention (8 nodes on 2 cores) is in
+    # both and cancels in the ratio.
+    def floor_at(n):
+        reads = "cat /proc/sys/kernel/hostname; ip -j addr show; ip -j -4 route get 8.8.8.8; ss -Hltnp"
+        lines = [shlex.join(lab.ssh(node, reads)) + " >/dev/null &" for node in lab.nodes[1:n]]
+        lines.append(shlex.join(lab.ssh(head, reads + f'; [ -s "$HOME/.ray/auth_token" ] && export RAY_AUTH_MODE=token; '
+                                         f'{head["python_command"]} -c {shlex.quote(q)}')) + " >/dev/null")
+        lines.append("wait")
+        return script(f"floor-{n}.sh", "\n".join(lines) + "\n")
+
+    floors = {2: floor_at(2), big: floor_at(big)}
+    floor2, floorN = [], []
+
     def plans(n, into, measure=False):
         for _ in range(a.rounds):
             before = lab.accepted(lab.nodes[:n]) if measure else 0
             with ProviderSampler() as s:
                 dt, _ = c.run("plan", "-detailed-exitcode", "-lock=false", "-var", f"node_count={n}")
             into.append(dt)
+            t0 = time.monotonic()
+            sh(["bash", floors[n]])
+            (floorN if n == big else floor2).append(time.monotonic() - t0)
             if measure:
                 hsN.append(lab.accepted(lab.nodes[:n]) - before)
                 cpuN.append(s.cpu_s)
@@ -396,6 +416,9 @@ def main():
     med = statistics.median
     row("P2", f"no-change plan, {big} nodes / 2 nodes", summary(planN), med(planN) / med(plan2), 1.2,
         f"2 nodes {med(plan2):.2f} s; provider CPU {med(cpuN):.2f} s of {med(planN):.2f} s wall")
+    row("P2", f"  the same, each over its by-hand floor at the same N", summary(planN),
+        (med(planN) / med(floorN)) / (med(plan2) / med(floor2)), 1.2,
+        f"floor {med(floor2):.2f} s at 2, {med(floorN):.2f} s at {big}; provider CPU per node {med(cpuN) / big * 1000:.0f} ms")
     row("P2", f"apply from nothing, {big} nodes / 2 nodes", summary(applyN), med(applyN) / med(apply2), 1.5,
         f"2 nodes {med(apply2):.2f} s")
     row("P2", f"add 1 worker to {big - 1} nodes / to a head alone", summary(joinN), med(joinN) / med(join1), 1.0,

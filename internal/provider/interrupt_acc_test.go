@@ -156,7 +156,7 @@ func TestAccFault_interruptedCreateLeavesNothingRunning(t *testing.T) {
 			}
 			t.Logf("interrupted create reported: %s", errs)
 			nothingRuns(t, "Ray", []lab.Node{head, w}, acctest.RayDaemons, acctest.RayStart)
-			nothingRuns(t, "a start marker", []lab.Node{head}, `ls /tmp/terraform-provider-spark-$(id -u)/ray-*.starting 2>/dev/null`)
+			nothingRuns(t, "a start marker", []lab.Node{head}, `find /tmp/terraform-provider-spark-$(id -u) -maxdepth 1 -name 'ray-*.starting'`)
 		})
 	}
 }
@@ -220,7 +220,7 @@ func TestAccFault_interruptedVLLMLaunchLeavesNothingRunning(t *testing.T) {
 	}
 	t.Logf("interrupted create reported: %s", errs)
 	nothingRuns(t, "vLLM", []lab.Node{head}, acctest.VLLMServe, acctest.VLLMEngine, acctest.VLLMPort)
-	nothingRuns(t, "a start marker or an env file", []lab.Node{head}, `ls /tmp/terraform-provider-spark-$(id -u)/vllm-8000/starting /tmp/terraform-provider-spark-$(id -u)/vllm-8000/env 2>/dev/null`)
+	nothingRuns(t, "a start marker or an env file", []lab.Node{head}, `find /tmp/terraform-provider-spark-$(id -u)/vllm-8000 -maxdepth 1 -name starting -o -name env`)
 	if after := acctest.Snapshot(t, l, acctest.RayDaemons); after != before {
 		t.Errorf("the interrupted launch changed the cluster's Ray.\nbefore:\n%s\nafter:\n%s", before, after)
 	}
