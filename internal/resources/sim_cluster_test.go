@@ -398,3 +398,29 @@ func TestSimRayCluster_workerCutOffFailsThePlan(t *testing.T) {
 	expectDiagnostic(t, stepDiagnostics(t, err), diagnostic{summary: "Worker cannot open the head's GCS port", rule: "D5",
 		attr: attr("workers", "[w1]", "ssh_host"), detail: []string{"failed (closed timed out)", "-refresh=false"}})
 }
+
+// A worker an update starts registers under another address than the plan
+// predicted (a Ray that detects its own address another way): the apply
+// fails at once, naming both addresses (Ray will not move it; waiting is pointless),
+// and stops the worker it started, so no Ray of this update's outlives it;
+// the workers it did not touch keep running.
+func TestSimRayCluster_updateRegisteredElsewhereIsTakenBack(t *testing.T) {
+	l := newSimLab(t, 3)
+	gcs := fabricIP(0) + ":6379"
+	c := simCluster{workers: map[string]int{"w1": 1}}
+	_, st := l.converge(clusterType, c.config(l), sim.State{})
+	c.workers["w2"] = 2
+	// Bounded: without the hostnames, the wait would run to this timeout.
+	c.extra = map[string]any{"timeouts": map[string]any{"update": "20s"}}
+	p := l.mustPlan(clusterType, c.config(l), st)
+	l.model.RegisterAs(2, netip.MustParseAddr("10.20.0.13"))
+	_, err := l.apply(p)
+	expectDiagnostic(t, stepDiagnostics(t, err), diagnostic{summary: "Ray workers did not register as planned",
+		detail: []string{"Ray registered w2 as 10.20.0.13, not " + fabricIP(2) + " as planned"}})
+	if l.model.Running(2, gcs) {
+		t.Error("the worker the failed update started still runs Ray")
+	}
+	if !l.model.Running(1, gcs) || !l.model.Running(0, gcs) {
+		t.Error("the failed update stopped a node it did not start")
+	}
+}

@@ -39,6 +39,9 @@ type Node struct {
 	// firewalled: the node's connections to other nodes are dropped
 	// (CutOff), while its addresses stay as they were.
 	firewalled bool
+	// registersAs: the address the node's raylet registers, whatever it is
+	// told (RegisterAs).
+	registersAs netip.Addr
 }
 
 // raylet is Ray running on a node: what `ray start` registered.

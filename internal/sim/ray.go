@@ -156,6 +156,9 @@ func (m *Model) start(i int, args []string) error {
 	if f.nodeIP != "" {
 		r.ip = f.nodeIP
 	}
+	if n.registersAs.IsValid() {
+		r.ip = n.registersAs.String()
+	}
 	if f.numGPUsSet {
 		r.gpus = float64(f.numGPUs)
 	}

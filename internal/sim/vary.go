@@ -51,6 +51,15 @@ func (m *Model) CutOff(i int) {
 	m.nodes[i].firewalled = true
 }
 
+// RegisterAs makes the raylets started on node i from now on register
+// under ip, whatever --node-ip-address says: a Ray that detects its own
+// address another way (a wrapper, another release) than the plan predicted.
+func (m *Model) RegisterAs(i int, ip netip.Addr) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.nodes[i].registersAs = ip
+}
+
 // StartRay runs `ray start` on node i by hand, args as they follow
 // "start" (a Ray the provider did not start: another user's, or an
 // operator's).
