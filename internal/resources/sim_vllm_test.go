@@ -384,3 +384,25 @@ func TestSimVLLMDeployment_anotherApplyLaunching(t *testing.T) {
 		}
 	}
 }
+
+// A server too busy to answer /health in time (10 s) is kept: the refresh
+// warns, names the way to restart it, and the plan changes nothing (a
+// restart would throw away production load and a model's load time).
+func TestSimVLLMDeployment_busyServerIsKept(t *testing.T) {
+	l := withCluster(t)
+	d := simDeploy{}
+	_, st := l.converge(deploymentType, d.config(l), sim.State{})
+	identity, _, _, _ := l.model.VLLM(0, 8000)
+	if err := l.model.SetVLLMHealth(0, 8000, sim.HealthLate); err != nil {
+		t.Fatal(err)
+	}
+	p := l.mustPlan(deploymentType, d.config(l), st)
+	expectDiagnostic(t, p.RefreshDiagnostics, diagnostic{severity: warning, summary: "vLLM answered /health late",
+		detail: []string{"did not answer /health within 10 s", "apply -replace=<address>"}})
+	if ch := p.Changes(); ch != "" {
+		t.Errorf("the plan of a busy server changes:\n%s", ch)
+	}
+	if now, _, _, ok := l.model.VLLM(0, 8000); !ok || now != identity {
+		t.Errorf("the busy server was touched: %s, then %s", identity, now)
+	}
+}

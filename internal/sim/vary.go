@@ -168,8 +168,12 @@ func (m *Model) KillVLLM(i, port int) error {
 	return nil
 }
 
+// HealthLate, given to SetVLLMHealth, makes /health answer nothing until
+// the client gives up: a server too busy to answer in time.
+const HealthLate = -1
+
 // SetVLLMHealth has the vllm serve on port of node i answer /health with
-// status code.
+// status code (HealthLate: not in time).
 func (m *Model) SetVLLMHealth(i, port, code int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // What every simulated node has of vLLM, as the field's nodes do: vLLM
@@ -266,10 +267,18 @@ func (m *Model) unfinished(i int, port string) string {
 func (m *Model) serveHTTP(v *vllmServer, conn io.ReadWriteCloser) {
 	defer func() { _ = conn.Close() }()
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		m.mu.Lock()
 		code := v.health
 		m.mu.Unlock()
+		if code == HealthLate {
+			// A busy server: no answer until the client gives up (bounded).
+			select {
+			case <-r.Context().Done():
+			case <-time.After(30 * time.Second):
+			}
+			return
+		}
 		w.WriteHeader(code)
 	})
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
