@@ -276,6 +276,7 @@ def main():
     ap.add_argument("--apply-rounds", type=int, default=3, help="rounds of the apply figures")
     ap.add_argument("--cli", default=os.path.join(TOOLS, "bin", "terraform"))
     ap.add_argument("--no-rayup", action="store_true", help="leave out P3 (Ray's cluster launcher)")
+    ap.add_argument("--p1-only", action="store_true", help="only the P1 rows (the plan against its floors)")
     a = ap.parse_args()
 
     lab = Lab(os.environ.get("LAB_FILE", os.path.join(ROOT, ".lab", "lab.json")))
@@ -314,9 +315,25 @@ def main():
         f"floor {r[('B', 'wall')][1]:.2f} s")
     r = farm(script("plan-cluster.sh", plan + " -target=spark_ray_cluster.lab >/dev/null\n"), floor,
              a.rounds, "cluster plan vs floor")
-    row("P1", "no-change plan, cluster alone / floor", r[("A", "wall")], r[("A/B", "wall")][1], 1.15)
+    row("P1", "no-change plan, cluster alone / floor", r[("A", "wall")], r[("A/B", "wall")][1], 0.8)
+    # The CLI's own floor: a no-change plan of a configuration that holds
+    # only terraform_data (no provider of ours), against the same floor.
+    cli_dir = os.path.join(BENCH, "cli-floor")
+    os.makedirs(cli_dir, exist_ok=True)
+    with open(os.path.join(cli_dir, "main.tf"), "w") as f:
+        f.write('resource "terraform_data" "x" {}\n')
+    cli_only = TF(a.cli, cli_dir, rc)
+    cli_only.run("init")
+    cli_only.apply()
+    r = farm(script("plan-cli.sh", f"export TF_IN_AUTOMATION=1\n" + shlex.join(cli_only.argv("plan", "-input=false", "-detailed-exitcode", "-lock=false")) + " >/dev/null\n"),
+             floor, a.rounds, "CLI alone vs floor")
+    row("P1", "  the CLI alone (terraform_data only) / floor", r[("A", "wall")], r[("A/B", "wall")][1], 0.8,
+        "what no provider can go under")
     log("P1: destroying the demo")
     demo.destroy()
+    if a.p1_only:
+        print_table(results, lab, big, cli_version)
+        return
 
     # --- P2, P3, P4 on a cluster of the lab's nodes ---------------------------
     cdir = os.path.join(BENCH, "cluster")
@@ -433,6 +450,10 @@ def main():
     row("P4", f"provider peak RSS MiB, {big}-node plan (target 80)", summary(rssN), med(rssN) / 80, 1.0)
     row("P4", "SSH connections left after the CLI exits", summary(leftN), float(max(leftN)), 0.0)
 
+    print_table(results, lab, big, cli_version)
+
+
+def print_table(results, lab, big, cli_version):
     print()
     print(f"make bench: {len(lab.nodes)}-node lab, clusters of 2 and {big}; {cli_version}; "
           f"{os.cpu_count()} cores; Ray {lab.f['ray_version']}, vLLM {lab.f.get('vllm_version', '?')}")
