@@ -119,7 +119,7 @@ func (c *creation) start(ctx context.Context) (ray.Table, bool) {
 	for _, name := range s.WorkerNames() {
 		c.started = append(c.started, s.Workers[name])
 	}
-	headErr, headRegistered, workerErrs := c.startAll(ctx, token)
+	workerErrs, headErr, headRegistered := c.startAll(ctx, token)
 	switch {
 	case headErr != nil:
 		c.fail(ctx, true, failed(s.Head.Path, "Cannot start the Ray head", headErr))
@@ -143,9 +143,9 @@ func (c *creation) start(ctx context.Context) (ray.Table, bool) {
 }
 
 // startAll runs the head's ray start and, beside it, the workers' (each
-// once the head registered): the head's error, the head's registration
-// error, and the workers' errors by name.
-func (c *creation) startAll(ctx context.Context, token string) (headErr, headRegistered error, workerErrs map[string]error) {
+// once the head registered): the workers' errors by name, the head's
+// error, and the head's registration error.
+func (c *creation) startAll(ctx context.Context, token string) (workerErrs map[string]error, headErr, headRegistered error) {
 	s, p := c.s, c.plan
 	// A head that fails to start cancels the wait for its registration.
 	headCtx, headFailed := context.WithCancel(ctx)
@@ -169,7 +169,7 @@ func (c *creation) startAll(ctx context.Context, token string) (headErr, headReg
 	if headErr == nil {
 		_ = registered()
 	}
-	return headErr, headRegistered, workerErrs
+	return workerErrs, headErr, headRegistered
 }
 
 // notRegistered is the error of workers that did not register as planned:
