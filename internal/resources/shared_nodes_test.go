@@ -95,10 +95,13 @@ func (c *cliState) must(args ...string) {
 
 // clusterLook is what one cluster runs on a node, found by its GCS port and
 // its vLLM's port whoever runs it (inside a container, Ray runs as the
-// container's user): its GCS server, its raylets and its vllm serve, not
-// Ray's worker processes, which come and go as Ray pleases.
+// container's user): its GCS server and raylets, by process name and the
+// address they were given, and its vllm serve. Not Ray's worker processes
+// or agents, which come and go as Ray pleases (their command lines name
+// the GCS and the raylet's socket too).
 func clusterLook(gcsPort, vllmPort int) acctest.Look {
-	return acctest.Look(fmt.Sprintf(`pgrep -af -- '/(gcs_server .*--gcs_server_port=%[1]d|raylet .*--gcs-address=[0-9.]+:%[1]d)( |$)|[v]llm serve .*--port %[2]d( |$)'`, gcsPort, vllmPort))
+	return acctest.Look(fmt.Sprintf(`ps -eo pid=,comm=,args= | awk '($2 == "gcs_server" && / --gcs_server_port=%[1]d( |$)/) || `+
+		`($2 == "raylet" && / --gcs-address=[0-9.]+:%[1]d( |$)/) || /vllm serve .* --port %[2]d( |$)/'`, gcsPort, vllmPort))
 }
 
 // Two teams, two SSH users, two states, the same two nodes. Ops's cluster
