@@ -102,8 +102,9 @@ func (s Spec) Endpoints() map[string]transport.Endpoint {
 type Manager struct {
 	Pool *transport.Pool
 
-	mu        sync.Mutex          // guards snapshots
+	mu        sync.Mutex          // guards snapshots and tokens
 	snapshots map[string]snapshot // head SSH host|GCS address -> node table read moments ago (table.go)
+	tokens    map[string]string   // tokenKey -> Ray's auth token as the head holds it (table.go)
 	memo      planMemo            // what this run's cluster plans concluded (memo.go)
 }
 

@@ -81,7 +81,7 @@ func newClient(conn net.Conn) (*grpc.ClientConn, error) {
 		// Ray's own channels take replies up to 512 MiB
 		// (python/ray/_private/gcs_utils.py L55-69); a large cluster's node
 		// table outgrows gRPC's default of 4 MiB.
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(512<<20), grpc.ForceCodec(rawCodec{})))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(512<<20), grpc.ForceCodec(RawCodec{})))
 }
 
 // The requests. All are empty except the job table's, which sets
@@ -155,14 +155,15 @@ func rayVersion(reply []byte) (string, error) {
 	return md.RayVersion, nil
 }
 
-// rawCodec passes messages through as bytes: the requests are built and the
+// RawCodec passes messages through as bytes: the requests are built and the
 // replies decoded by field number here. Its name keeps the content type
-// application/grpc+proto, which is what the GCS serves.
-type rawCodec struct{}
+// application/grpc+proto, which is what the GCS serves. The simulated
+// nodes' GCS (internal/sim) serves with it too.
+type RawCodec struct{}
 
-func (rawCodec) Name() string { return "proto" }
+func (RawCodec) Name() string { return "proto" }
 
-func (rawCodec) Marshal(v any) ([]byte, error) {
+func (RawCodec) Marshal(v any) ([]byte, error) {
 	b, ok := v.(*[]byte)
 	if !ok {
 		return nil, fmt.Errorf("raw codec: cannot send %T", v)
@@ -170,7 +171,7 @@ func (rawCodec) Marshal(v any) ([]byte, error) {
 	return *b, nil
 }
 
-func (rawCodec) Unmarshal(data []byte, v any) error {
+func (RawCodec) Unmarshal(data []byte, v any) error {
 	b, ok := v.(*[]byte)
 	if !ok {
 		return fmt.Errorf("raw codec: cannot receive into %T", v)

@@ -12,6 +12,7 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
+	"github.com/lab-infra/terraform-provider-spark/internal/raygcs"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 	"github.com/lab-infra/terraform-provider-spark/internal/vllm"
 )
@@ -72,6 +73,7 @@ var routes = []route{
 	{"read Ray auth token", func(c call) bool { return c.has(`cat "$HOME/.ray/auth_token"`) }, runTokenRead},
 	{"remove Ray auth token", func(c call) bool { return c.script == raycluster.RemoveTokenScript }, runTokenRemove},
 	{"read hostname", func(c call) bool { return slices.Equal(c.argv, []string{"cat", "/proc/sys/kernel/hostname"}) }, runHostname},
+	{"name placement groups' drivers", func(c call) bool { return c.script == raygcs.ParentsScript }, runParents},
 	{"read the running Ray cluster", func(c call) bool { return c.has("/ray/ray_current_cluster") }, runCurrentCluster},
 	// A deployment's: vllm serve and its files, on the head.
 	{"check vLLM directory", func(c call) bool { return c.script == vllm.DirScript }, runVLLMDir},

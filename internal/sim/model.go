@@ -74,6 +74,10 @@ type Model struct {
 	files       []map[string]string // by node index: path -> content, of the files the provider writes and reads
 	launchLocks []map[string]bool   // by node index: deployment directory -> its launch lock is held
 	nextPID     int
+
+	// otherGCSLayout: the GCS's gRPC replies are laid out as another Ray
+	// release's might be (OtherGCSLayout).
+	otherGCSLayout bool
 }
 
 // deadNode is a raylet that died: its GCS lists it, not alive.

@@ -25,13 +25,25 @@ type tableRow struct {
 // table answers ray.NodesScript for the GCS at gcsAddr: every raylet that
 // joined it, the head first, or the GCS down when none serves there.
 func (m *Model) table(gcsAddr string) string {
+	up, version, rows, pgs := m.gcsTables(gcsAddr)
+	if !up {
+		return "@@nodes " + jsonString(map[string]any{"gcs": "down", "error": "[Errno 111] Connection refused"}) + "\n"
+	}
+	return "@@nodes " + jsonString(map[string]any{"gcs": "up", "ray_version": version, "nodes": rows,
+		"placement_groups": pgs}) + "\n"
+}
+
+// gcsTables is what the GCS at gcsAddr holds, whichever way it is read
+// (NodesScript, or its gRPC service: gcs.go): whether it runs, the Ray
+// version its head recorded, its nodes and its placement groups.
+func (m *Model) gcsTables(gcsAddr string) (up bool, version string, rows []tableRow, pgs []placementGroup) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.headOf(gcsAddr) == nil {
-		return "@@nodes " + jsonString(map[string]any{"gcs": "down", "error": "[Errno 111] Connection refused"}) + "\n"
+		return false, "", nil, nil
 	}
-	rows := []tableRow{}
-	version := RayVersion
+	rows = []tableRow{}
+	version = RayVersion
 	for i, r := range m.rays {
 		if r != nil && r.gcsAddr == gcsAddr {
 			rows = append(rows, m.row(i, r))
@@ -45,8 +57,7 @@ func (m *Model) table(gcsAddr string) string {
 			rows = append(rows, d.row)
 		}
 	}
-	return "@@nodes " + jsonString(map[string]any{"gcs": "up", "ray_version": version, "nodes": rows,
-		"placement_groups": m.placementGroups(gcsAddr, rows)}) + "\n"
+	return true, version, rows, m.placementGroups(gcsAddr, rows)
 }
 
 // placementGroup is one row of NodesScript's placement groups.
@@ -56,6 +67,12 @@ type placementGroup struct {
 	GPUs   float64            `json:"gpus"`
 	GPUsOn map[string]float64 `json:"gpus_on"`
 	Holder string             `json:"holder"`
+
+	// Its driver, as the GCS's job table has it (gcs.go): the process
+	// vllm serve started, pid+1 of the serve's own, on the serve's node.
+	driverPID int
+	driverIP  string
+	serve     *vllmServer
 }
 
 // placementGroups are what the vllm serves that joined the cluster at
@@ -76,7 +93,8 @@ func (m *Model) placementGroups(gcsAddr string, rows []tableRow) []placementGrou
 				continue
 			}
 			pg := placementGroup{ID: v.pgID, State: "CREATED", GPUs: float64(v.gpus), GPUsOn: map[string]float64{},
-				Holder: fmt.Sprintf("%s (pid %d), driver pid %d on %s", strings.Join(v.cmdline, " "), v.pid, v.pid+1, m.nodes[i].IP)}
+				Holder:    fmt.Sprintf("%s (pid %d), driver pid %d on %s", strings.Join(v.cmdline, " "), v.pid, v.pid+1, m.nodes[i].IP),
+				driverPID: v.pid + 1, driverIP: m.nodes[i].IP.String(), serve: v}
 			left := float64(v.gpus)
 			for _, r := range rows {
 				if take := min(left, free[r.ID]); take > 0 {

@@ -272,8 +272,9 @@ func (n *nodeServer) handle(c net.Conn) {
 }
 
 // tunnel answers a direct-tcpip channel (the provider's DialContext, to
-// reach vLLM's port from the node itself) as sshd does: connected to what
-// listens at the address on the node, refused when nothing does.
+// reach vLLM's port or the GCS's from the node itself) as sshd does:
+// connected to what listens at the address on the node, refused when
+// nothing does.
 func (n *nodeServer) tunnel(nc ssh.NewChannel) {
 	var to struct {
 		Host     string
@@ -287,10 +288,13 @@ func (n *nodeServer) tunnel(nc ssh.NewChannel) {
 	}
 	m := n.fleet.Model
 	v := m.dialVLLM(n.index, to.Host, int(to.Port))
-	if v == nil && m.gcsUp(net.JoinHostPort(to.Host, strconv.Itoa(int(to.Port)))) {
-		// The simulated GCS answers NodesScript, not gRPC: an sshd that
-		// forwards no ports says this, and the provider reads with Python.
-		_ = nc.Reject(ssh.Prohibited, "the simulated node serves no GCS gRPC")
+	if addr := net.JoinHostPort(to.Host, strconv.Itoa(int(to.Port))); v == nil && m.gcsUp(addr) {
+		ch, reqs, err := nc.Accept()
+		if err != nil {
+			return
+		}
+		go ssh.DiscardRequests(reqs)
+		m.serveGCS(n.index, addr, ch)
 		return
 	}
 	if v == nil {

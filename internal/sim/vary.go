@@ -60,6 +60,23 @@ func (m *Model) RegisterAs(i int, ip netip.Addr) {
 	m.nodes[i].registersAs = ip
 }
 
+// SetToken writes Ray's auth token on node i (~/.ray/auth_token), as the
+// provider's token script or another apply would.
+func (m *Model) SetToken(i int, token string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.tokens[i] = token
+}
+
+// OtherGCSLayout makes every GCS answer its gRPC calls in a layout the
+// provider's decoder does not know, as a Ray release that renumbered
+// GcsNodeInfo would: the provider must read the table with Python then.
+func (m *Model) OtherGCSLayout() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.otherGCSLayout = true
+}
+
 // StartRay runs `ray start` on node i by hand, args as they follow
 // "start" (a Ray the provider did not start: another user's, or an
 // operator's).
