@@ -9,8 +9,13 @@ cd "$(dirname "$0")/.."
 dev="$PWD/.tools/dev-provider"
 rc="$PWD/.tools/dev.tfrc"
 mkdir -p "$dev"
-go build -o "$dev/terraform-provider-spark" .
-cat >"$rc" <<RC
+# Built aside, then renamed: two test lanes may build at once (scripts/test-all.sh).
+# Outside $dev: the CLIs look there for any file named like the provider.
+tmp=$(mktemp -d "$PWD/.tools/dev-build.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+go build -o "$tmp/terraform-provider-spark" .
+mv -f "$tmp/terraform-provider-spark" "$dev/terraform-provider-spark"
+cat >"$rc.$$" <<RC
 provider_installation {
   dev_overrides {
     "registry.terraform.io/lab-infra/spark" = "$dev"
@@ -19,4 +24,5 @@ provider_installation {
   direct {}
 }
 RC
+mv -f "$rc.$$" "$rc"
 echo "$rc"

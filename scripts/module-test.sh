@@ -10,8 +10,8 @@ root=$PWD
 rc=$(bash scripts/dev-provider.sh)
 export TF_CLI_CONFIG_FILE="$rc" TF_IN_AUTOMATION=1
 
-lab="$root/.lab/lab.json"
-vars="$root/.lab/module-test.tfvars.json"
+lab=${LAB_FILE:-$root/.lab/lab.json}   # a lane's lab file in CI (scripts/test-all.sh)
+vars="$(dirname "$lab")/module-test-$(basename "$lab" .json).tfvars.json"
 # The module's inputs for the lab's first two nodes.
 python3 - "$lab" "$vars" <<'PY'
 import json, sys

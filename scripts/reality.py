@@ -52,7 +52,8 @@ def run(cmd, check=False, **kw):
 
 class Lab:
     def __init__(self):
-        self.f = json.load(open(os.path.join(ROOT, ".lab", "lab.json")))
+        # LAB_FILE: a lane's lab file in CI (scripts/test-all.sh).
+        self.f = json.load(open(os.environ.get("LAB_FILE") or os.path.join(ROOT, ".lab", "lab.json")))
         self.head, self.worker = self.f["nodes"][0], self.f["nodes"][1]
 
     def root(self, node, script):

@@ -41,6 +41,9 @@ const (
 type Options struct {
 	Dir   string // where lab.json, the key and known_hosts live (.lab)
 	Nodes int    // number of nodes, default 2
+	// Lanes > 1 also writes lane-1.json .. lane-N.json (LanePath), each
+	// with Nodes/Lanes of the nodes: CI's test lanes, run at once.
+	Lanes int
 	Log   func(format string, args ...any)
 }
 
@@ -65,6 +68,9 @@ func nthIP(subnet string, n int) string {
 // Up brings the lab up, reusing whatever already exists, and writes lab.json.
 func Up(ctx context.Context, o Options) (*File, error) {
 	o.defaults()
+	if o.Lanes > 1 && o.Nodes%o.Lanes != 0 {
+		return nil, fmt.Errorf("lanes: %d nodes do not split into %d lanes of equal size; set NODES to a multiple of LANES", o.Nodes, o.Lanes)
+	}
 	dir, err := filepath.Abs(o.Dir)
 	if err != nil {
 		return nil, err
@@ -119,6 +125,24 @@ func Up(ctx context.Context, o Options) (*File, error) {
 	}
 	if err := f.write(FilePath(dir)); err != nil {
 		return nil, err
+	}
+	// An earlier lab's lanes go: a lane file names only nodes this lab has.
+	if stale, err := filepath.Glob(filepath.Join(dir, "lane-*.json")); err == nil {
+		for _, p := range stale {
+			_ = os.Remove(p)
+		}
+	}
+	if o.Lanes > 1 {
+		lanes, err := f.lanes(o.Lanes)
+		if err != nil {
+			return nil, err
+		}
+		for i, lane := range lanes {
+			if err := lane.write(LanePath(dir, i+1)); err != nil {
+				return nil, err
+			}
+		}
+		o.Log("lanes: %d lab files of %d nodes each (%s)", len(lanes), len(lanes[0].Nodes), LanePath(dir, 1))
 	}
 	o.Log("lab up: %d nodes in %s (%s)", len(f.Nodes), FilePath(dir), time.Since(start).Round(time.Second))
 	return f, nil
@@ -419,47 +443,73 @@ func ensureClientKey(dir string) (path, authorized string, err error) {
 	return path, string(pub), os.WriteFile(path+".pub", pub, 0o644)
 }
 
+// writeKnownHosts writes the lab's known_hosts by rename, so an SSH client
+// of another test lane reading it at that moment reads a whole file.
 func writeKnownHosts(f *File) error {
 	var b strings.Builder
 	for _, n := range f.Nodes {
 		fmt.Fprintf(&b, "%s %s\n", n.SSHHost, n.HostKey)
 	}
-	return os.WriteFile(f.KnownHostsFile, []byte(b.String()), 0o644)
+	return writeByRename(f.KnownHostsFile, []byte(b.String()))
 }
 
 // RegenerateHostKey gives a node a new host key, as a reinstalled box would
-// have, and updates the lab's known_hosts and lab.json to match.
+// have, and updates the lab's known_hosts and every lab file in dir (the
+// whole lab's and each lane's) to match. Test lanes run at once: the update
+// holds dir's lock, and each file is replaced by rename.
 func RegenerateHostKey(ctx context.Context, dir, name string) (string, error) {
 	f, err := Load(FilePath(dir))
 	if err != nil {
 		return "", err
 	}
-	for i := range f.Nodes {
-		n := &f.Nodes[i]
-		if n.Name != name {
-			continue
-		}
-		// sshd re-execs on SIGHUP and loads the new key.
-		if _, err := docker(ctx, nil, "exec", n.Container, "sh", "-c",
-			"rm -f /etc/ssh/ssh_host_ed25519_key /etc/ssh/ssh_host_ed25519_key.pub && ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key && pkill -HUP -x sshd"); err != nil {
+	n, ok := f.Node(name)
+	if !ok {
+		return "", fmt.Errorf("no lab node named %q", name)
+	}
+	// sshd re-execs on SIGHUP and loads the new key.
+	if _, err := docker(ctx, nil, "exec", n.Container, "sh", "-c",
+		"rm -f /etc/ssh/ssh_host_ed25519_key /etc/ssh/ssh_host_ed25519_key.pub && ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key && pkill -HUP -x sshd"); err != nil {
+		return "", err
+	}
+	old := n.HostKey
+	for j := 0; j < 40; j++ {
+		if err := waitHostKey(ctx, &n); err != nil {
 			return "", err
 		}
-		old := n.HostKey
-		for j := 0; j < 40; j++ {
-			if err := waitHostKey(ctx, n); err != nil {
+		if n.HostKey != old {
+			break
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // sshd's re-exec after SIGHUP
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	files, err := filepath.Glob(filepath.Join(dir, "lane-*.json"))
+	if err != nil {
+		return "", err
+	}
+	for _, path := range append([]string{FilePath(dir)}, files...) {
+		lf, err := Load(path)
+		if err != nil {
+			return "", err
+		}
+		for i := range lf.Nodes {
+			if lf.Nodes[i].Name == name {
+				lf.Nodes[i].HostKey = n.HostKey
+			}
+		}
+		if path == FilePath(dir) {
+			if err := writeKnownHosts(lf); err != nil {
 				return "", err
 			}
-			if n.HostKey != old {
-				break
-			}
 		}
-		time.Sleep(500 * time.Millisecond) // sshd's re-exec after SIGHUP
-		if err := writeKnownHosts(f); err != nil {
+		if err := lf.write(path); err != nil {
 			return "", err
 		}
-		return n.HostKey, f.write(FilePath(dir))
 	}
-	return "", fmt.Errorf("no lab node named %q", name)
+	return n.HostKey, nil
 }
 
 // Down removes everything the lab created (found by label), and nothing else.

@@ -20,3 +20,35 @@ func TestNodeSpec(t *testing.T) {
 		}
 	}
 }
+
+// Each lane is its own lab: disjoint nodes, in order, and everything else
+// (user, key, versions) the same as the whole lab's.
+func TestLanesSplitTheNodes(t *testing.T) {
+	f := &File{SSHUser: "ops", RayVersion: "2.52.1"}
+	for i := 1; i <= 4; i++ {
+		f.Nodes = append(f.Nodes, nodeSpec(i))
+	}
+	lanes, err := f.lanes(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{{"spark1", "spark2"}, {"spark3", "spark4"}}
+	for i, lane := range lanes {
+		var got []string
+		for _, n := range lane.Nodes {
+			got = append(got, n.Name)
+		}
+		if len(got) != 2 || got[0] != want[i][0] || got[1] != want[i][1] {
+			t.Errorf("lane %d has %v, want %v", i+1, got, want[i])
+		}
+		if lane.SSHUser != "ops" || lane.RayVersion != "2.52.1" {
+			t.Errorf("lane %d lost the lab's fields: %+v", i+1, lane)
+		}
+	}
+	if len(f.Nodes) != 4 {
+		t.Errorf("splitting changed the whole lab: %d nodes", len(f.Nodes))
+	}
+	if _, err := f.lanes(3); err == nil {
+		t.Error("4 nodes split into 3 lanes without an error")
+	}
+}

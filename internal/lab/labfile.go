@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // File is the contract between the lab and everything above it (.lab/lab.json).
@@ -83,11 +84,54 @@ func (f *File) write(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	return writeByRename(path, append(b, '\n'))
+}
+
+// writeByRename replaces path whole: a reader sees the old file or the new.
+func writeByRename(path string, b []byte) error {
+	tmp := fmt.Sprintf("%s.tmp%d", path, os.Getpid())
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// lockDir takes dir's lock (an flock on dir/.lock, released when the
+// process ends, whatever way it ends): test lanes that update the lab's
+// files take turns.
+func lockDir(dir string) (unlock func(), err error) {
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// LanePath is where Up writes lane i's lab file (1-based) inside dir.
+func LanePath(dir string, i int) string {
+	return filepath.Join(dir, fmt.Sprintf("lane-%d.json", i))
+}
+
+// lanes splits the lab into n lab files of equal, disjoint node sets, in
+// node order: CI runs one test lane on each at once. Each lane is a whole
+// lab to what reads it; nothing a lane's tests do (clearing a directory on
+// every node, stopping every Ray) can reach another lane's nodes.
+func (f *File) lanes(n int) ([]*File, error) {
+	if n < 1 || len(f.Nodes)%n != 0 {
+		return nil, fmt.Errorf("%d nodes do not split into %d lanes of equal size", len(f.Nodes), n)
+	}
+	per := len(f.Nodes) / n
+	out := make([]*File, n)
+	for i := range out {
+		lane := *f
+		lane.Nodes = append([]Node(nil), f.Nodes[i*per:(i+1)*per]...)
+		out[i] = &lane
+	}
+	return out, nil
 }
 
 // Node returns the node with the given name.

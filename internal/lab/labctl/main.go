@@ -1,6 +1,6 @@
 // Command labctl brings the containerized Spark lab up or down:
 //
-//	go run ./internal/lab/labctl up [-nodes 2] [-dir .lab]
+//	go run ./internal/lab/labctl up [-nodes 2] [-lanes 1] [-dir .lab]
 //	go run ./internal/lab/labctl down
 package main
 
@@ -24,6 +24,7 @@ func main() {
 	fs := flag.NewFlagSet(cmd, flag.ExitOnError)
 	dir := fs.String("dir", ".lab", "directory for lab.json, the SSH key and known_hosts")
 	nodes := fs.Int("nodes", 2, "number of nodes")
+	lanes := fs.Int("lanes", 1, "also write lane-1.json..lane-N.json, each with nodes/lanes of the nodes (CI's parallel test lanes)")
 	_ = fs.Parse(os.Args[2:])
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -35,7 +36,7 @@ func main() {
 	var err error
 	switch cmd {
 	case "up":
-		_, err = lab.Up(ctx, lab.Options{Dir: *dir, Nodes: *nodes, Log: logf})
+		_, err = lab.Up(ctx, lab.Options{Dir: *dir, Nodes: *nodes, Lanes: *lanes, Log: logf})
 	case "down":
 		err = lab.Down(ctx, logf)
 	case "regen-host-key":
