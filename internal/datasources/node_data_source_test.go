@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/lab-infra/terraform-provider-spark/internal/acctest"
 	"github.com/lab-infra/terraform-provider-spark/internal/lab"
+	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 )
 
 // nodeData is one spark_node data source on a lab node.
@@ -108,6 +110,7 @@ func TestAccNodeDataSource_multiHomedFacts(t *testing.T) {
 		if n.ExternalIP == n.FabricIP {
 			t.Fatalf("lab node %s has one address for both networks", n.Name)
 		}
+		factsFromFilesAgree(t, l, n)
 	}
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
@@ -211,4 +214,34 @@ func TestAccNodeDataSource_acceptNewThenChangedKey(t *testing.T) {
 			},
 		},
 	})
+}
+
+// factsFromFilesAgree reads the facts Python knows on n both ways, from
+// the files (no Python started) and with Python, for each of the lab's
+// environments (vLLM 0.32.0 and 0.11.0, each a virtual environment), with
+// a TCP probe of a port that answers and one that does not: they agree,
+// and the files answered.
+func factsFromFilesAgree(t *testing.T, l *lab.File, n lab.Node) {
+	t.Helper()
+	read := func(rayCmd, vllmCmd, probe string, how ...string) nodefacts.Facts {
+		args := append([]string{rayCmd, "", "", "", probe, vllmCmd}, how...)
+		f, err := nodefacts.Parse(acctest.OnNodeAs(t, n, l.SSHUser, "read the node facts", nodefacts.Script, args...) + "\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	for _, env := range []struct{ ray, vllm string }{{n.RayCommand, n.VLLMCommand}, {l.SecondVLLM.RayCommand, l.SecondVLLM.VLLMCommand}} {
+		for _, probe := range []string{n.FabricIP + ":22", n.FabricIP + ":1"} {
+			files, python := read(env.ray, env.vllm, probe), read(env.ray, env.vllm, probe, "python")
+			got := []string{files.PythonVersion, files.RayVersion, files.VLLMVersion, files.VLLMExecutorSource, files.TCP}
+			want := []string{python.PythonVersion, python.RayVersion, python.VLLMVersion, python.VLLMExecutorSource, python.TCP}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s, %s: from the files %q, with Python %q", n.Name, env.ray, got, want)
+			}
+			if !files.ReadFromFiles || python.ReadFromFiles {
+				t.Errorf("%s, %s: read from the files: %v, and when Python is asked: %v", n.Name, env.ray, files.ReadFromFiles, python.ReadFromFiles)
+			}
+		}
+	}
 }

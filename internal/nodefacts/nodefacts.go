@@ -23,7 +23,8 @@ import (
 // listeners to list (the GCS port), optional; $5 an ip:port to try a TCP
 // connection to (the head's GCS, from a worker), optional; $6 the vllm
 // command (default "vllm"), asked for its version when Ray's Python has no
-// vllm distribution. Every probe
+// vllm distribution; $7 "python" reads what Python knows with Python even
+// where the files say it (the lab's differential test). Every probe
 // tolerates absence: a box without Ray or GPUs is still described.
 //
 // The default-route address is read with `ip route get`, a routing-table
@@ -40,11 +41,13 @@ echo @@route; ip -j -4 route get 8.8.8.8 2>/dev/null
 echo @@gpus; if command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi -L 2>/dev/null | grep -c '^GPU'; else echo none; fi
 if [ -n "${3:-}" ]; then echo @@route_to; ip -j -4 route get "$3" 2>/dev/null; fi
 if [ -n "${4:-}" ]; then echo @@listeners; ss -Hltnp "sport = :$4" 2>/dev/null; fi
+pyver= rayver= vllmver= vllmexec= tcp=
+` + filesScript + `
+if [ -z "$read_from_files" ]; then
 # One Python start for every fact Python knows (each start costs tens of
 # milliseconds of CPU, and a plan reads every node): its version, the Ray
 # and vLLM distributions, and the TCP probe. It prints shell assignments,
 # each value quoted by shlex.
-pyver= rayver= vllmver= vllmexec= tcp=
 eval "$("$py" -c 'import platform, shlex, sys
 from importlib.metadata import version
 out = {"pyver": platform.python_version()}
@@ -82,7 +85,9 @@ if sys.argv[1]:
     except OSError as e:
         out["tcp"] = "closed %s" % e.strerror
 print(" ".join("%s=%s" % (k, shlex.quote(v)) for k, v in out.items()))' "${5:-}" 2>/dev/null)"
+fi
 if [ -n "${5:-}" ]; then echo @@tcp; echo "${tcp:-unknown}"; fi
+echo @@read_from; if [ -n "$read_from_files" ]; then echo files; else echo python; fi
 echo @@python; [ -z "$pyver" ] || echo "$pyver"
 echo @@ray; if [ -n "$rayver" ]; then echo "$rayver"; else "$ray" --version 2>/dev/null; fi
 echo @@vllm; if [ -n "$vllmver" ]; then echo "$vllmver"; else "${6:-vllm}" --version 2>/dev/null; fi
@@ -110,9 +115,13 @@ type Facts struct {
 	RouteTo        *Route   // route to the address given as $3; nil when not asked or no route
 	Listeners      []string // processes listening on the port given as $4 (e.g. "gcs_server")
 	TCP            string   // "open", "closed …", "timeout" for the ip:port given as $5
-	PythonVersion  string   // "" when absent
-	RayVersion     string
-	VLLMVersion    string
+	// ReadFromFiles: what Python knows (its version, Ray's and vLLM's, the
+	// executor, the TCP probe) was read from the files, no Python started
+	// (filesScript).
+	ReadFromFiles bool
+	PythonVersion string // "" when absent
+	RayVersion    string
+	VLLMVersion   string
 	// VLLMExecutorSource is what the vLLM build's own source says of its
 	// Ray executors (preflight.Source* values: "flag=0", "flag=1",
 	// "v2-only", "legacy-only"); "" when it could not be read.
@@ -204,6 +213,7 @@ func Parse(out string) (Facts, error) {
 	}
 	f.Listeners = listeners(s["listeners"])
 	f.TCP = s["tcp"]
+	f.ReadFromFiles = s["read_from"] == "files"
 	if f.HasNvidiaSMI, f.GPUCount, err = parseGPUs(s["gpus"]); err != nil {
 		return Facts{}, err
 	}

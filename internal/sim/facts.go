@@ -64,6 +64,9 @@ func (m *Model) facts(i int, args []string) string {
 	if addr := arg(args, 5); addr != "" {
 		section("tcp", m.tcpProbe(n, addr))
 	}
+	// A virtual environment with one ray and one vllm distribution: the
+	// script reads their versions from the files (nodefacts.filesScript).
+	section("read_from", "files")
 	section("python", PythonVersion)
 	section("ray", n.RayVersion)
 	section("vllm", n.VLLMVersion)
