@@ -81,6 +81,7 @@ var routes = []route{
 	{"upload a file", func(c call) bool { return c.script == uploadScript }, runUpload},
 	{"launch vllm serve", func(c call) bool { return c.script == vllm.LaunchScript }, runLaunch},
 	{"check vLLM process", func(c call) bool { return c.script == vllm.StatusScript }, runVLLMStatus},
+	{"check vLLM process and port", func(c call) bool { return c.script == vllm.StatusFindScript }, runVLLMStatusFind},
 	{"stop vLLM", func(c call) bool { return c.script == vllm.StopScript }, runVLLMStop},
 	{"read the vLLM start marker", func(c call) bool { return c.script == vllm.UnfinishedScript }, runUnfinished},
 	{"remove the vLLM start marker", func(c call) bool { return c.script == vllm.SettledScript }, runSettled},
@@ -329,6 +330,23 @@ func runVLLMStatus(m *Model, node int, c call, s stdio) uint32 {
 		state = "alive"
 	}
 	_, _ = io.WriteString(s.out, state+"\n")
+	return 0
+}
+
+// runVLLMStatusFind is vllm.StatusFindScript: runVLLMStatus for $1 and,
+// when alive, runFind for $2 after "@@find".
+func runVLLMStatusFind(m *Model, node int, c call, s stdio) uint32 {
+	m.mu.Lock()
+	alive := m.vllmByID(node, arg(c.args, 1)) != nil
+	m.mu.Unlock()
+	if !alive {
+		_, _ = io.WriteString(s.out, "gone\n")
+		return 0
+	}
+	_, _ = io.WriteString(s.out, "alive\n@@find\n")
+	if out, err := m.find(node, arg(c.args, 2)); err == nil {
+		_, _ = io.WriteString(s.out, out)
+	}
 	return 0
 }
 

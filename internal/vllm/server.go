@@ -114,6 +114,33 @@ func (s Server) Alive(ctx context.Context, identity string) (bool, error) {
 	return strings.TrimSpace(string(res.Stdout)) == "alive", nil
 }
 
+// AliveAndFind is Alive and, when the process runs, Find, in one round
+// trip (StatusFindScript). run is nil when the process is gone, or when
+// nothing (or nothing Find can read) listens on the port.
+func (s Server) AliveAndFind(ctx context.Context, identity string) (alive bool, run *Running, err error) {
+	if identity == "" {
+		return false, nil, nil
+	}
+	argv := transport.Script(StatusFindScript, identity, strconv.Itoa(s.Port))
+	cmd := s.cmd("check vLLM process", argv, nil)
+	if s.WrapIfRunning != nil {
+		// The runtime's container not running: gone, as in Alive.
+		cmd = transport.Cmd{Step: cmd.Step, Argv: s.WrapIfRunning(argv, "gone")}
+	}
+	res, err := s.Conn.Run(ctx, cmd)
+	if err != nil {
+		return false, nil, err
+	}
+	state, found, _ := strings.Cut(string(res.Stdout), "@@find\n")
+	if strings.TrimSpace(state) != "alive" {
+		return false, nil, nil
+	}
+	if strings.TrimSpace(found) != "" {
+		run, _ = ParseFind(found)
+	}
+	return true, run, nil
+}
+
 // Dir makes or checks the deployment's private directory on the node
 // (DirScript) and returns its path.
 func (s Server) Dir(ctx context.Context) (string, error) {

@@ -246,5 +246,21 @@ tr '\0' '\n' < "/proc/$pid/environ" | grep -E '^(VLLM_HOST_IP|RAY_ADDRESS|VLLM_U
 echo @@cmdline
 cat "/proc/$pid/cmdline"`
 
+// StatusFindScript is a deployment's status in one round trip:
+// StatusScript's answer for identity $1 and, when it is "alive", a line
+// "@@find" and FindScript's for port $2 (nothing after it when no process
+// listens there). Each runs in a subshell of its own, so FindScript's exit
+// ends only its part.
+const StatusFindScript = `alive() (
+` + StatusScript + `
+)
+listener() (
+` + FindScript + `
+)
+state=$(alive "$1"); echo "$state"
+[ "$state" = alive ] || exit 0
+echo @@find
+listener "$2" 2>/dev/null || true`
+
 // LogTailScript prints the last $2 lines of the server log in $1.
 const LogTailScript = `tail -n "$2" "$1/server.log" 2>/dev/null`

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -551,5 +552,50 @@ func TestStopLeavesTheGroupOfAReusedPID(t *testing.T) {
 	}
 	if running(child) == "" || cmd.ProcessState != nil || syscall.Kill(cmd.Process.Pid, 0) != nil {
 		t.Fatal("the stop of a gone server killed the process group that reuses its PID")
+	}
+}
+
+// StatusFindScript, run here for real: a process that listens on a port
+// is alive and found there; with nothing on the port, it is alive and
+// nothing is found (FindScript's exit stays in its part); a process gone
+// is gone, and nothing is looked for.
+func TestStatusFindScript(t *testing.T) {
+	if _, err := exec.LookPath("ss"); err != nil {
+		t.Fatal("ss (iproute2) is needed: ", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	freePort := strconv.Itoa(free.Addr().(*net.TCPAddr).Port)
+	free.Close()
+	// This test's own process listens on port: its identity as the scripts read it.
+	self, err := exec.Command("/bin/sh", "-c", `echo "$1:$(sed 's/.*) //' "/proc/$1/stat" | cut -d' ' -f20)"`, "sh", strconv.Itoa(os.Getpid())).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(string(self))
+	run := func(identity, port string) string {
+		out, err := exec.Command("/bin/sh", "-c", StatusFindScript, "sh", identity, port).Output()
+		if err != nil {
+			t.Fatalf("StatusFindScript %s %s: %v", identity, port, err)
+		}
+		return string(out)
+	}
+	state, found, ok := strings.Cut(run(id, port), "@@find\n")
+	if strings.TrimSpace(state) != "alive" || !ok || !strings.HasPrefix(found, id+"\n") || !strings.Contains(found, "@@cmdline\n") {
+		t.Errorf("a live process on its port: state %q, found %q", state, found)
+	}
+	if out := run(id, freePort); out != "alive\n@@find\n" {
+		t.Errorf("a live process, nothing on the port: %q", out)
+	}
+	if out := run(strings.SplitN(id, ":", 2)[0]+":1", port); out != "gone\n" {
+		t.Errorf("another start time: %q", out)
 	}
 }

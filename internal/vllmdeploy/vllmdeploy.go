@@ -552,20 +552,27 @@ func (m *Manager) Status(ctx context.Context, s Spec, identity string) (string, 
 	if err != nil {
 		return "", failed(headHost, "Cannot reach the head", err)
 	}
-	alive, err := srv.Alive(ctx, identity)
+	// One round trip: the process and what listens on its port in one
+	// script, /health through the tunnel beside it.
+	// A process gone does not wait for /health.
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	health := make(chan vllm.Health, 1)
+	go func() { health <- srv.Health(hctx) }()
+	alive, run, err := srv.AliveAndFind(ctx, identity)
 	if err != nil {
 		return "", failed(nil, "Cannot read the vLLM process", err)
 	}
 	if !alive {
 		return Stopped, nil
 	}
-	switch srv.Health(ctx) {
+	switch <-health {
 	case vllm.HealthBad:
 		return Unhealthy, nil
 	case vllm.HealthSlow:
 		return Busy, nil
 	}
-	if run, err := srv.Find(ctx); err == nil && run.Identity == identity {
+	if run != nil && run.Identity == identity {
 		served := run.Options.ServedName
 		if served == "" {
 			served = run.Options.Model
