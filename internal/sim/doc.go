@@ -12,7 +12,10 @@
 // record too (vllm.go): its pid and start marker files, its command line
 // and environment as /proc shows them, its placement group in Ray's node
 // table, and its HTTP answers (/health, /v1/models, a completion) through
-// the SSH tunnel the provider opens to its port (a direct-tcpip channel). A command the model does not
+// the SSH tunnel the provider opens to its port (a direct-tcpip channel). The GCS answers
+// Ray's node table both ways the provider reads it: NodesScript's output, and
+// its gRPC service through a tunnel to the GCS's port (gcs.go), from the
+// same model, with the auth token checked. A command the model does not
 // know fails loudly (exit 127, counted in Stats), so a new read the
 // provider starts to send shows up in the bench instead of being answered
 // with something made up.
