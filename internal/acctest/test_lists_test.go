@@ -8,18 +8,24 @@ import (
 	"testing"
 )
 
-// TestTofuSubset keeps the OpenTofu run honest: every name in the
-// Makefile's TOFU_TESTS is an acceptance test that exists, so a rename
-// cannot silently drop a test from the OpenTofu run.
-func TestTofuSubset(t *testing.T) {
+// The GNUmakefile names acceptance tests in two lists: TOFU_TESTS, the
+// OpenTofu run, and LANE2_TESTS, the Terraform tests of CI's second lane.
+// Every name in each must be an acceptance test that exists: a rename would
+// otherwise drop a test from the OpenTofu run silently, or leave the lanes
+// lopsided.
+func TestTofuSubset(t *testing.T) { checkTestList(t, "TOFU_TESTS", 5) }
+
+func TestLane2Tests(t *testing.T) { checkTestList(t, "LANE2_TESTS", 1) }
+
+func checkTestList(t *testing.T, variable string, atLeast int) {
 	root := RepoRoot()
 	mk, err := os.ReadFile(filepath.Join(root, "GNUmakefile"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^TOFU_TESTS := (.+)$`).FindSubmatch(mk)
+	m := regexp.MustCompile(`(?m)^` + variable + ` := (.+)$`).FindSubmatch(mk)
 	if m == nil {
-		t.Fatal("GNUmakefile has no TOFU_TESTS line")
+		t.Fatalf("GNUmakefile has no %s line", variable)
 	}
 	names := strings.Split(strings.TrimSpace(string(m[1])), "|")
 	defined := map[string]bool{}
@@ -40,12 +46,12 @@ func TestTofuSubset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(names) < 5 {
-		t.Fatalf("TOFU_TESTS names %d tests: %v", len(names), names)
+	if len(names) < atLeast {
+		t.Fatalf("%s names %d tests: %v", variable, len(names), names)
 	}
 	for _, n := range names {
 		if !defined[n] {
-			t.Errorf("TOFU_TESTS names %s, which is no acceptance test in internal/", n)
+			t.Errorf("%s names %s, which is no acceptance test in internal/", variable, n)
 		}
 	}
 }

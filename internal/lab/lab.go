@@ -120,32 +120,42 @@ func Up(ctx context.Context, o Options) (*File, error) {
 	if err := readEnvironmentVersions(ctx, f); err != nil {
 		return nil, err
 	}
-	if err := writeKnownHosts(f); err != nil {
+	if err := writeLabFiles(dir, f, o.Lanes, o.Log); err != nil {
 		return nil, err
+	}
+	o.Log("lab up: %d nodes in %s (%s)", len(f.Nodes), FilePath(dir), time.Since(start).Round(time.Second))
+	return f, nil
+}
+
+// writeLabFiles writes known_hosts, lab.json and, with lanes > 1, each
+// lane's file; an earlier lab's lane files go (a lane file names only
+// nodes this lab has).
+func writeLabFiles(dir string, f *File, lanes int, log func(string, ...any)) error {
+	if err := writeKnownHosts(f); err != nil {
+		return err
 	}
 	if err := f.write(FilePath(dir)); err != nil {
-		return nil, err
+		return err
 	}
-	// An earlier lab's lanes go: a lane file names only nodes this lab has.
 	if stale, err := filepath.Glob(filepath.Join(dir, "lane-*.json")); err == nil {
 		for _, p := range stale {
 			_ = os.Remove(p)
 		}
 	}
-	if o.Lanes > 1 {
-		lanes, err := f.lanes(o.Lanes)
-		if err != nil {
-			return nil, err
-		}
-		for i, lane := range lanes {
-			if err := lane.write(LanePath(dir, i+1)); err != nil {
-				return nil, err
-			}
-		}
-		o.Log("lanes: %d lab files of %d nodes each (%s)", len(lanes), len(lanes[0].Nodes), LanePath(dir, 1))
+	if lanes <= 1 {
+		return nil
 	}
-	o.Log("lab up: %d nodes in %s (%s)", len(f.Nodes), FilePath(dir), time.Since(start).Round(time.Second))
-	return f, nil
+	files, err := f.lanes(lanes)
+	if err != nil {
+		return err
+	}
+	for i, lane := range files {
+		if err := lane.write(LanePath(dir, i+1)); err != nil {
+			return err
+		}
+	}
+	log("lanes: %d lab files of %d nodes each (%s)", len(files), len(files[0].Nodes), LanePath(dir, 1))
+	return nil
 }
 
 // phaseTimer returns a function that logs how long the named phase took
@@ -481,35 +491,41 @@ func RegenerateHostKey(ctx context.Context, dir, name string) (string, error) {
 		}
 	}
 	time.Sleep(500 * time.Millisecond) // sshd's re-exec after SIGHUP
+	return n.HostKey, recordHostKey(dir, name, n.HostKey)
+}
+
+// recordHostKey sets node name's host key in every lab file in dir and in
+// known_hosts, under dir's lock.
+func recordHostKey(dir, name, key string) error {
 	unlock, err := lockDir(dir)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer unlock()
 	files, err := filepath.Glob(filepath.Join(dir, "lane-*.json"))
 	if err != nil {
-		return "", err
+		return err
 	}
 	for _, path := range append([]string{FilePath(dir)}, files...) {
 		lf, err := Load(path)
 		if err != nil {
-			return "", err
+			return err
 		}
 		for i := range lf.Nodes {
 			if lf.Nodes[i].Name == name {
-				lf.Nodes[i].HostKey = n.HostKey
+				lf.Nodes[i].HostKey = key
 			}
 		}
 		if path == FilePath(dir) {
 			if err := writeKnownHosts(lf); err != nil {
-				return "", err
+				return err
 			}
 		}
 		if err := lf.write(path); err != nil {
-			return "", err
+			return err
 		}
 	}
-	return n.HostKey, nil
+	return nil
 }
 
 // Down removes everything the lab created (found by label), and nothing else.

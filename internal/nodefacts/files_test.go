@@ -191,12 +191,12 @@ func filesAnswered(t *testing.T, cwd string, env []string, rayCmd, tcp string) b
 	t.Helper()
 	bin := filepath.Dir(rayCmd)
 	log := filepath.Join(t.TempDir(), "starts")
-	real, err := filepath.EvalSymlinks(filepath.Join(bin, "python"))
+	interpreter, err := filepath.EvalSymlinks(filepath.Join(bin, "python"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	wrapper := filepath.Join(bin, "python-recorded")
-	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\n[ \"$1\" = -V ] || echo start >> '"+log+"'\nexec '"+real+"' \"$@\"\n"), 0o755); err != nil {
+	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\n[ \"$1\" = -V ] || echo start >> '"+log+"'\nexec '"+interpreter+"' \"$@\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	_ = runScript(t, cwd, env, rayCmd, wrapper, "", "", tcp)
