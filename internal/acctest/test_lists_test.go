@@ -15,7 +15,7 @@ import (
 // lopsided.
 func TestTofuSubset(t *testing.T) { checkTestList(t, "TOFU_TESTS", 5) }
 
-func TestLane2Tests(t *testing.T) { checkTestList(t, "LANE2_TESTS", 1) }
+func TestLane2Tests(t *testing.T) { checkTestList(t, "LANE2_TESTS", 10) }
 
 func checkTestList(t *testing.T, variable string, atLeast int) {
 	root := RepoRoot()
