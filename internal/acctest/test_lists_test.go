@@ -8,14 +8,10 @@ import (
 	"testing"
 )
 
-// The GNUmakefile names acceptance tests in two lists: TOFU_TESTS, the
-// OpenTofu run, and LANE2_TESTS, the Terraform tests of CI's second lane.
-// Every name in each must be an acceptance test that exists: a rename would
-// otherwise drop a test from the OpenTofu run silently, or leave the lanes
-// lopsided.
+// TestTofuSubset keeps the OpenTofu run honest: every name in the
+// GNUmakefile's TOFU_TESTS is an acceptance test that exists, so a rename
+// cannot silently drop a test from the OpenTofu run.
 func TestTofuSubset(t *testing.T) { checkTestList(t, "TOFU_TESTS", 5) }
-
-func TestLane2Tests(t *testing.T) { checkTestList(t, "LANE2_TESTS", 10) }
 
 func checkTestList(t *testing.T, variable string, atLeast int) {
 	root := RepoRoot()
