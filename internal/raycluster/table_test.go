@@ -3,7 +3,6 @@ package raycluster_test
 import (
 	"context"
 	"net"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -32,11 +31,7 @@ func simHead(t *testing.T) (*raycluster.Manager, *sim.Fleet, raycluster.Spec, st
 	}
 	t.Cleanup(f.Close)
 	kh := filepath.Join(t.TempDir(), "known_hosts")
-	lines, err := sim.KnownHosts(f.Endpoints())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(kh, lines, 0o600); err != nil {
+	if err := sim.WriteKnownHosts(kh, f.Endpoints()); err != nil {
 		t.Fatal(err)
 	}
 	pool, err := transport.NewPool(transport.Config{User: "ops", PrivateKey: key.PEM, KnownHostsFile: kh, Policy: transport.PolicyStrict})

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"math/big"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -47,11 +46,7 @@ func newSimLab(t *testing.T, nodes int) *simLab {
 	}
 	t.Cleanup(f.Close)
 	kh := filepath.Join(t.TempDir(), "known_hosts")
-	lines, err := sim.KnownHosts(f.Endpoints())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(kh, lines, 0o600); err != nil {
+	if err := sim.WriteKnownHosts(kh, f.Endpoints()); err != nil {
 		t.Fatal(err)
 	}
 	eps := f.Endpoints()

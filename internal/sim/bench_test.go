@@ -123,11 +123,7 @@ func newBenchEnv(b *testing.B, n int) *benchEnv {
 	env := &benchEnv{nodes: n, remote: r, config: sim.ClusterConfig(r.Endpoints())}
 	b.Cleanup(func() { env.close(b) })
 	kh := filepath.Join(b.TempDir(), "known_hosts")
-	lines, err := sim.KnownHosts(r.Endpoints())
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(kh, lines, 0o600); err != nil {
+	if err := sim.WriteKnownHosts(kh, r.Endpoints()); err != nil {
 		b.Fatal(err)
 	}
 	env.providerCfg = sim.ProviderConfig(key, kh)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/pem"
 	"fmt"
+	"os"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
@@ -51,6 +52,15 @@ func KnownHosts(eps []Endpoint) ([]byte, error) {
 		b.WriteString(knownhosts.Line([]string{e.String()}, k) + "\n")
 	}
 	return []byte(b.String()), nil
+}
+
+// WriteKnownHosts writes KnownHosts(eps) to path (0600).
+func WriteKnownHosts(path string, eps []Endpoint) error {
+	lines, err := KnownHosts(eps)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, lines, 0o600)
 }
 
 // ProviderConfig is the provider block: the SSH user and key, known_hosts,
