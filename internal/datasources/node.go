@@ -109,7 +109,7 @@ func (d *nodeDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 	}
 	res, err := conn.Run(ctx, transport.Cmd{
 		Step: "read node facts",
-		Argv: transport.Script(nodefacts.Script, m.RayCommand.ValueString(), m.PythonCommand.ValueString()),
+		Argv: transport.Script(nodefacts.Script, m.RayCommand.ValueString(), m.PythonCommand.ValueString(), "", "", "", "", "", nodefacts.ReadDocker),
 	})
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(pathSSHHost, "Cannot read node facts", err.Error())

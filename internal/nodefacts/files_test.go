@@ -203,3 +203,37 @@ func filesAnswered(t *testing.T, cwd string, env []string, rayCmd, tcp string) b
 	_, err = os.Stat(log)
 	return os.IsNotExist(err)
 }
+
+// TestDockerVersionOnlyWhenAsked: the script starts the docker client only
+// with ReadDocker as $8, and then reports its version. The docker on PATH
+// here is a stand-in (a shell script that records its start and prints what
+// Docker 24's client prints): whether a real one is installed on the
+// machine running the unit tests is not the point.
+func TestDockerVersionOnlyWhenAsked(t *testing.T) {
+	bin := t.TempDir()
+	log := filepath.Join(t.TempDir(), "starts")
+	stub := "#!/bin/sh\necho start >> '" + log + "'\necho 'Docker version 24.0.9, build 2936816'\n"
+	if err := os.WriteFile(filepath.Join(bin, "docker"), []byte(stub), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=" + bin + ":" + os.Getenv("PATH")}
+	for _, c := range []struct {
+		args    []string
+		version string
+		started bool
+	}{
+		{[]string{"ray"}, "", false},
+		{[]string{"ray", "", "", "", "", "", ""}, "", false},
+		{[]string{"ray", "", "", "", "", "", "", ReadDocker}, "24.0.9", true},
+	} {
+		_ = os.Remove(log)
+		f, err := Parse(runScript(t, t.TempDir(), env, c.args...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, statErr := os.Stat(log)
+		if f.DockerVersion != c.version || (statErr == nil) != c.started {
+			t.Errorf("args %q: docker_version %q, docker started %v; want %q, %v", c.args, f.DockerVersion, statErr == nil, c.version, c.started)
+		}
+	}
+}

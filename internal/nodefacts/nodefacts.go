@@ -24,8 +24,9 @@ import (
 // connection to (the head's GCS, from a worker), optional; $6 the vllm
 // command (default "vllm"), asked for its version when Ray's Python has no
 // vllm distribution; $7 "python" reads what Python knows with Python even
-// where the files say it (the lab's differential test). Every probe
-// tolerates absence: a box without Ray or GPUs is still described.
+// where the files say it (the lab's differential test); $8 "docker" reads
+// the Docker client's version too (ReadDocker). Every probe tolerates
+// absence: a box without Ray or GPUs is still described.
 //
 // The default-route address is read with `ip route get`, a routing-table
 // lookup: no packet leaves the node, exactly as Ray's and vLLM's own
@@ -93,9 +94,15 @@ echo @@ray; if [ -n "$rayver" ]; then echo "$rayver"; else "$ray" --version 2>/d
 echo @@vllm; if [ -n "$vllmver" ]; then echo "$vllmver"; else "${6:-vllm}" --version 2>/dev/null; fi
 echo @@vllm_executor; echo "$vllmexec"
 echo @@vllm_env; env | grep -E '^(VLLM_HOST_IP|VLLM_USE_RAY_V2_EXECUTOR_BACKEND)=' || true
-echo @@docker; docker --version 2>/dev/null
+if [ "${8:-}" = docker ]; then echo @@docker; docker --version 2>/dev/null; fi
 echo @@end
 `
+
+// ReadDocker, as Script's $8, reads the Docker client's version. Only the
+// spark_node data source reports it: `docker --version` is a Go binary's
+// start, about 17 ms of CPU on a lab node, a third of the script's, which
+// every node of every cluster plan would pay for a fact no rule uses.
+const ReadDocker = "docker"
 
 // Interface is one network interface and its IPv4/IPv6 addresses.
 type Interface struct {
@@ -130,7 +137,7 @@ type Facts struct {
 	// they are already set in the environment a command inherits on the node
 	// (a profile, the container image): vllm serve inherits them too.
 	VLLMEnv       map[string]string
-	DockerVersion string
+	DockerVersion string // "" when Docker is absent, or not asked for (ReadDocker)
 }
 
 // HasAddress reports whether ip is bound to any interface on the node.

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 )
 
 // The JSON shapes of `ip -j addr show` and `ip -j -4 route get`, with the
@@ -46,7 +48,8 @@ func arg(args []string, k int) string {
 
 // facts answers nodefacts.Script on node i: $3 a route to look up, $4 a
 // port whose listeners to list, $5 an ip:port to try a TCP connection to
-// ($6, the vllm command, is not run: vLLM is in Ray's Python).
+// ($6, the vllm command, is not run: vLLM is in Ray's Python); $8 asks for
+// Docker's version.
 func (m *Model) facts(i int, args []string) string {
 	n := m.node(i)
 	var b strings.Builder
@@ -76,7 +79,9 @@ func (m *Model) facts(i int, args []string) string {
 	}
 	section("vllm_executor", executor)
 	section("vllm_env", "") // no VLLM_* variable in the SSH session's environment
-	section("docker", "")   // the host runtime: no Docker
+	if arg(args, 8) == nodefacts.ReadDocker {
+		section("docker", "") // the host runtime: no Docker
+	}
 	b.WriteString("@@end\n")
 	return b.String()
 }
