@@ -97,10 +97,10 @@ func (c *creation) claimHead(ctx context.Context, holder string) bool {
 
 // start starts the cluster and waits until every node registered: the
 // node table then, and true. The workers do not wait for the head's ray
-// start to return (it goes on to start Ray's dashboard and agents): each
-// is stopped clean, gets its container and the head's token meanwhile, and
-// runs its ray start as soon as the head's GCS lists the head. A failure
-// rolls back and returns false.
+// start to return (it goes on to start Ray's dashboard, agents and raylet):
+// each is stopped clean, gets its container and the head's token
+// meanwhile, and runs its ray start as soon as the head's GCS accepts
+// connections. A failure rolls back and returns false.
 func (c *creation) start(ctx context.Context) (ray.Table, bool) {
 	s, p := c.s, c.plan
 	// A node counts as started from the moment anything is sent to start
@@ -143,11 +143,20 @@ func (c *creation) start(ctx context.Context) (ray.Table, bool) {
 }
 
 // startAll runs the head's ray start and, beside it, the workers' (each
-// once the head registered): the workers' errors by name, the head's
-// error, and the head's registration error.
+// once the head's GCS accepts connections): the workers' errors by name,
+// the head's error, and the head's registration error.
+//
+// Why the GCS listening is enough (Ray 2.52.1, python/ray/_private/node.py):
+// a worker's ray start needs only the GCS, no other head process. Its Node
+// connects a GcsClient (_init_gcs_client) and reads the session name from
+// the GCS's KV store (internal_kv_get_with_retry), which the head writes in
+// start_head_processes right after its GCS starts, before it starts the
+// monitor, the dashboard and its own raylet. A worker's Python spends most
+// of a second importing Ray before it asks; should it still come too early,
+// Ray retries both reads (NUM_REDIS_GET_RETRIES, 20), at 1 and 2 seconds.
 func (c *creation) startAll(ctx context.Context, token string) (workerErrs map[string]error, headErr, headRegistered error) {
 	s, p := c.s, c.plan
-	// A head that fails to start cancels the wait for its registration.
+	// A head that fails to start cancels the workers' wait for its GCS.
 	headCtx, headFailed := context.WithCancel(ctx)
 	defer headFailed()
 	headDone := make(chan struct{})
@@ -158,16 +167,15 @@ func (c *creation) startAll(ctx context.Context, token string) (workerErrs map[s
 		}
 	}()
 	var once sync.Once
-	registered := func() error {
-		once.Do(func() {
-			_, headRegistered = c.m.WaitRegistered(headCtx, s, c.gcsAddr, map[string]string{HeadName: p.HeadIP}, p.Hostnames, nil)
-		})
-		return headRegistered
+	var gcsErr error
+	listening := func() error {
+		once.Do(func() { gcsErr = c.m.waitGCSListening(headCtx, s, c.gcsAddr) })
+		return gcsErr
 	}
-	workerErrs = c.m.startWorkers(ctx, s, s.WorkerNames(), p.HeadIP, p.Registered, token, true, registered)
+	workerErrs = c.m.startWorkers(ctx, s, s.WorkerNames(), p.HeadIP, p.Registered, token, true, listening)
 	<-headDone
 	if headErr == nil {
-		_ = registered()
+		_, headRegistered = c.m.WaitRegistered(ctx, s, c.gcsAddr, map[string]string{HeadName: p.HeadIP}, p.Hostnames, nil)
 	}
 	return workerErrs, headErr, headRegistered
 }

@@ -193,14 +193,44 @@ func (m *Manager) WaitRegistered(ctx context.Context, s Spec, gcsAddr string, wa
 	}
 }
 
-// pollAfter is how long WaitRegistered waits between reads: a quarter of
-// a second while a node usually registers (a read is one light round trip
-// to the GCS), then a second.
+// pollAfter is how long WaitRegistered waits between reads: a tenth of a
+// second while a node usually registers (a read is one light round trip
+// to the GCS, the token read once), then a second.
 func pollAfter(waited time.Duration) time.Duration {
 	if waited < 10*time.Second {
-		return 250 * time.Millisecond
+		return 100 * time.Millisecond
 	}
 	return time.Second
+}
+
+// waitGCSListening waits until something accepts TCP connections at the
+// head's GCS address, dialled from the head through the SSH connection: a
+// tunnel that opens costs the head no process, so it is tried every 50 ms.
+// The create's plan found the port free and its start marker claims it, so
+// what listens there is the GCS this create's ray start started. Any answer
+// but "connection refused" ends the wait with that error.
+func (m *Manager) waitGCSListening(ctx context.Context, s Spec, gcsAddr string) error {
+	conn, err := m.Pool.Get(ctx, s.Head.Endpoint)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	for {
+		c, err := conn.DialContext(ctx, "tcp", gcsAddr)
+		switch {
+		case err == nil:
+			_ = c.Close()
+			tflog.Debug(ctx, "Ray head's GCS accepts connections", map[string]any{"gcs": gcsAddr, "waited_ms": time.Since(start).Milliseconds()})
+			return nil
+		case !refused(err):
+			return fmt.Errorf("the head's GCS at %s: %w", gcsAddr, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the head's GCS at %s did not accept connections (gave up: %w)", gcsAddr, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // unreadTable is why a node-table read told nothing: its error, else the

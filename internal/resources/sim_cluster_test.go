@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
@@ -422,5 +423,27 @@ func TestSimRayCluster_updateRegisteredElsewhereIsTakenBack(t *testing.T) {
 	}
 	if !l.model.Running(1, gcs) || !l.model.Running(0, gcs) {
 		t.Error("the failed update stopped a node it did not start")
+	}
+}
+
+// A create starts each worker's Ray once the head's GCS listens, not after
+// the head's ray start returns, nor after the head's raylet registered: a
+// worker's ray start needs only the GCS (Ray 2.52.1, node.py). The
+// simulated head's ray start takes its time as a real one does: its GCS
+// listens at 300 ms, its raylet registers at 900 ms, it returns at 1.2 s.
+// A simulated worker's ray start fails when no GCS listens yet.
+func TestSimRayCluster_workersStartOnceTheGCSListens(t *testing.T) {
+	l := newSimLab(t, 2)
+	l.model.SlowHeadStart(sim.HeadStart{GCSListens: 300 * time.Millisecond, Registers: 900 * time.Millisecond, Returns: 1200 * time.Millisecond})
+	c := simCluster{workers: map[string]int{"w1": 1}}
+	_, st := l.converge(clusterType, c.config(l), sim.State{})
+	if show(t, st.Value, "workers", "w1", "alive") != "true" {
+		t.Fatal("the worker is not alive after the create")
+	}
+	gcsListens, headRegistered := l.model.StartTimes(0)
+	workerStarted, _ := l.model.StartTimes(1)
+	if workerStarted.Before(gcsListens) || !workerStarted.Before(headRegistered) {
+		t.Errorf("the worker's ray start ran %v after the head's GCS listened, and the head's raylet registered %v after it: "+
+			"want it after the first and before the second", workerStarted.Sub(gcsListens), headRegistered.Sub(gcsListens))
 	}
 }

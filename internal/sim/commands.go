@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
@@ -143,8 +144,19 @@ func fail(s stdio, status uint32, err error) uint32 {
 // the real one sources it), the flags follow "start".
 func runStart(m *Model, node int, c call, s stdio) uint32 {
 	_, _ = io.Copy(io.Discard, s.in)
+	arrived := time.Now()
+	m.mu.Lock()
+	h := m.headStart
+	m.mu.Unlock()
+	head := slices.Contains(c.args[2:], "--head")
+	if head {
+		time.Sleep(h.GCSListens)
+	}
 	if err := m.start(node, c.args[2:]); err != nil {
 		return fail(s, 1, err)
+	}
+	if head {
+		time.Sleep(time.Until(arrived.Add(h.Returns)))
 	}
 	return 0
 }

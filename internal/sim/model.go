@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"time"
 )
 
 // What every simulated node has installed, as the lab's nodes do.
@@ -55,6 +56,8 @@ type raylet struct {
 	gpus      float64
 	resources map[string]float64 // custom, from --resources
 	labels    map[string]string  // custom, from --labels
+	started   time.Time          // when its ray start took effect (the GCS listens, for a head)
+	registers time.Time          // when the GCS's node table lists it (zero: at once)
 }
 
 // Model is the cluster the nodes simulate: what each node is, and what the
@@ -78,6 +81,40 @@ type Model struct {
 	// otherGCSLayout: the GCS's gRPC replies are laid out as another Ray
 	// release's might be (OtherGCSLayout).
 	otherGCSLayout bool
+	// headStart: how a head's ray start spreads in time (SlowHeadStart);
+	// zero, at once.
+	headStart HeadStart
+}
+
+// HeadStart is how a head's `ray start` spreads in time, each phase from
+// the moment the command arrives, as Ray 2.52.1's does (node.py): its GCS
+// listens (start_gcs_server), then, after the monitor and the dashboard,
+// its raylet registers, then the command returns.
+type HeadStart struct {
+	GCSListens, Registers, Returns time.Duration
+}
+
+// SlowHeadStart makes every head's ray start take its time as h says.
+func (m *Model) SlowHeadStart(h HeadStart) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.headStart = h
+}
+
+// StartTimes are when Ray's start took effect on node i (the GCS listens,
+// on a head) and when the GCS's node table listed it; zero times where no
+// Ray runs.
+func (m *Model) StartTimes(i int) (started, registered time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r := m.rays[i]; r != nil {
+		registered = r.registers
+		if registered.IsZero() {
+			registered = r.started
+		}
+		return r.started, registered
+	}
+	return time.Time{}, time.Time{}
 }
 
 // deadNode is a raylet that died: its GCS lists it, not alive.

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // tableRow is one node of ray.NodesScript's output, as ray.ParseNodes reads it.
@@ -44,8 +45,9 @@ func (m *Model) gcsTables(gcsAddr string) (up bool, version string, rows []table
 	}
 	rows = []tableRow{}
 	version = RayVersion
+	now := time.Now()
 	for i, r := range m.rays {
-		if r != nil && r.gcsAddr == gcsAddr {
+		if r != nil && r.gcsAddr == gcsAddr && !now.Before(r.registers) {
 			rows = append(rows, m.row(i, r))
 			if r.head {
 				version = m.nodes[i].RayVersion
@@ -185,7 +187,11 @@ func (m *Model) start(i int, args []string) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	r.started = time.Now()
 	if f.head {
+		if h := m.headStart; h.Registers > h.GCSListens {
+			r.registers = r.started.Add(h.Registers - h.GCSListens)
+		}
 		r.gcsPort, r.gcsAddr = f.port, net.JoinHostPort(r.ip, strconv.Itoa(f.port))
 		if m.headOf(r.gcsAddr) != nil {
 			return fmt.Errorf("GCS port %d is already in use", f.port)
