@@ -14,6 +14,9 @@ is between figures of this run, never across runs):
   - applies (which need the nodes reset between runs): a loop that resets
     (untimed), then times the apply; the two sides of a ratio alternate
     within each round;
+  - a create at N nodes against its by-hand floor at N (the head's ray
+    start, then every worker's at once, over SSH, timed like `ray up`), so
+    the lab's contention (8 nodes' Ray on 2 cores) cancels in the P2 ratio;
   - `ray up`: Ray's cluster launcher from PyPI (the same Ray as the nodes),
     on-prem `local` provider, empty setup commands, the same `ray start`
     arguments, autoscaler v1 (v2 refuses `available_node_types` on-prem);
@@ -371,6 +374,38 @@ def main():
     floors = {2: floor_at(2), big: floor_at(big)}
     floor2, floorN = [], []
 
+    # The by-hand floor of a create at n nodes: what an operator types, with
+    # the provider's ray start arguments: the head's ray start, then every
+    # worker's at once, each over its own SSH connection; timed, as `ray up`
+    # is, to the start of the first ray.nodes() poll on the head that saw
+    # every node alive.
+    def create_floor_at(n):
+        ray = head["ray_command"]
+        lines = [shlex.join(lab.ssh(head, f"VLLM_HOST_IP={head['fabric_ip']} {ray} start --head --port=6379 "
+                                          f"--node-ip-address={head['fabric_ip']} --num-gpus=1 "
+                                          "--dashboard-host=127.0.0.1 >/dev/null 2>&1"))]
+        for node in lab.nodes[1:n]:
+            lines.append(shlex.join(lab.ssh(node, f"VLLM_HOST_IP={node['fabric_ip']} {ray} start "
+                                                  f"--address={head['fabric_ip']}:6379 --node-ip-address={node['fabric_ip']} "
+                                                  "--num-gpus=1 >/dev/null 2>&1")) + " &")
+        lines.append("wait")
+        return script(f"create-floor-{n}.sh", "\n".join(lines) + "\n")
+
+    create_floors = {2: create_floor_at(2), big: create_floor_at(big)}
+    cfloor2, cfloorN = [], []
+
+    def time_create_floor(n, into):
+        t0 = time.monotonic()
+        sh(["bash", create_floors[n]])
+        while True:
+            p0 = time.monotonic()
+            if lab.alive(head) >= n:
+                into.append(p0 - t0)
+                break
+            if p0 - t0 > 300:
+                sys.exit(f"by-hand create of {n} nodes: not all alive within 300 s")
+        lab.stop_ray(lab.nodes[:n])
+
     def plans(n, into, measure=False):
         for _ in range(a.rounds):
             before = lab.accepted(lab.nodes[:n]) if measure else 0
@@ -416,11 +451,13 @@ def main():
                 if p0 - t0 > 300:
                     sys.exit("ray up: the worker did not join within 300 s")
             lab.stop_ray(lab.nodes[:2])
+        time_create_floor(2, cfloor2)
         log(f"round {i + 1}/{a.apply_rounds}: {big} nodes")
         applyN.append(c.apply("-var", f"node_count={big}"))
         if i == 0:
             plans(big, planN, measure=True)
         fresh()
+        time_create_floor(big, cfloorN)
         c.apply("-var", "node_count=1")
         join1.append(c.apply("-var", "node_count=2"))
         fresh()
@@ -439,6 +476,9 @@ def main():
         f"floor {med(floor2):.2f} s at 2, {med(floorN):.2f} s at {big}; provider CPU per node {med(cpuN) / big * 1000:.0f} ms")
     row("P2", f"apply from nothing, {big} nodes / 2 nodes", summary(applyN), med(applyN) / med(apply2), 1.5,
         f"2 nodes {med(apply2):.2f} s")
+    row("P2", f"  the same, each over its by-hand floor at the same N", summary(applyN),
+        (med(applyN) / med(cfloorN)) / (med(apply2) / med(cfloor2)), 1.2,
+        f"by-hand ray start, head then workers: {med(cfloor2):.2f} s at 2, {med(cfloorN):.2f} s at {big}")
     row("P2", f"add 1 worker to {big - 1} nodes / to a head alone", summary(joinN), med(joinN) / med(join1), 1.0,
         f"one join {med(join1):.2f} s; other nodes' raylets " + ("untouched" if not others_touched else
                                                                  f"RESTARTED in rounds {others_touched}"))
