@@ -43,18 +43,22 @@ python:*) ;;
   for x in ./ray* ./Ray* ./vllm* ./vLLM* ./VLLM*; do [ -e "$x" ] && ok=; done
   f_py= f_ray= f_vllm= f_exec= f_tcp=
   if [ -n "$ok" ]; then
-    f_py=$("$py" -V 2>&1 | sed -n 's/^Python \([0-9][0-9a-z.+]*\)$/\1/p')
+    f_py=$("$py" -V 2>&1)
+    case "$f_py" in
+    "Python "[0-9]*) f_py=${f_py#Python }; case "$f_py" in *[!0-9a-z.+]*) f_py= ;; esac ;;
+    *) f_py= ;;
+    esac
     sp="$pre/lib/python${f_py%.*}/site-packages"
     [ -n "$f_py" ] && [ -d "$sp" ] || ok=
   fi
   if [ -n "$ok" ] && grep -qvhE '^(import[[:space:]]|#|[[:space:]]*$)' "$sp"/*.pth 2>/dev/null; then ok=; fi
   one_version() {
     set -- "$sp/$1"-*.dist-info
-    [ $# -eq 1 ] && [ -f "$1/METADATA" ] && sed -n '/^$/q;s/^Version: *//p' "$1/METADATA" | head -n 1 | grep .
+    [ $# -eq 1 ] && [ -f "$1/METADATA" ] && sed -n '/^$/q;/^Version: */{s///p;q;}' "$1/METADATA"
   }
-  if [ -n "$ok" ]; then f_ray=$(one_version ray) || ok=; fi
+  if [ -n "$ok" ]; then f_ray=$(one_version ray); [ -n "$f_ray" ] || ok=; fi
   if [ -n "$ok" ]; then
-    if [ -f "$sp/vllm/envs.py" ] && f_vllm=$(one_version vllm); then
+    if [ -f "$sp/vllm/envs.py" ] && f_vllm=$(one_version vllm) && [ -n "$f_vllm" ]; then
       if grep -q '"VLLM_USE_RAY_V2_EXECUTOR_BACKEND":' "$sp/vllm/envs.py"; then
         f_exec=$(tr '\n\t\r' '   ' < "$sp/vllm/envs.py" | grep -o '"VLLM_USE_RAY_V2_EXECUTOR_BACKEND":.*' | cut -c1-400 |
           grep -o 'getenv( *"VLLM_USE_RAY_V2_EXECUTOR_BACKEND" *, *"[01]" *)' | head -n 1 | sed 's/.*"\([01]\)".*/flag=\1/')

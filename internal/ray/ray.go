@@ -19,8 +19,16 @@ const AuthEnv = `[ -s "$HOME/.ray/auth_token" ] && export RAY_AUTH_MODE=token`
 // PythonOfRay is the shell lines that set $py to the interpreter on the #!
 // line of the ray command in $ray (the Python Ray is installed in), else
 // python3: how the provider finds the Python to ask Ray's questions with.
-const PythonOfRay = `rp=$(command -v -- "$ray" 2>/dev/null) &&
-  py=$(head -n 1 -- "$rp" 2>/dev/null | sed -n 's/^#![[:space:]]*\([^[:space:]]*\).*/\1/p')
+// The #! line is read by the shell itself (read, then pattern removal):
+// every plan runs this on every node, and each program started costs a
+// fork and an exec.
+const PythonOfRay = `rp=$(command -v -- "$ray" 2>/dev/null) && {
+  IFS= read -r py < "$rp" 2>/dev/null || :
+  case "$py" in
+  '#!'*) py=${py#??}; py=${py#"${py%%[![:space:]]*}"}; py=${py%%[[:space:]]*} ;;
+  *) py= ;;
+  esac
+}
 case "$py" in */env|"") py=python3 ;; esac`
 
 // StartOptions describe one `ray start`.
