@@ -295,7 +295,7 @@ func TestAccRayCluster_fabricLifecycle(t *testing.T) {
 					plancheck.ExpectResourceAction(clusterAddr, plancheck.ResourceActionDestroyBeforeCreate),
 				}, PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 				Check: func(*terraform.State) error {
-					for _, n := range l.Nodes {
+					for _, n := range []lab.Node{head, w} { // the cluster's nodes: a lab may have more
 						out, err := lab.Exec(context.Background(), n, "sh", "-c", `tr '\0' '\n' < /proc/$(pgrep -xo raylet)/environ | grep '^SPARK_ACC_ENV='`)
 						if err != nil || strings.TrimSpace(out) != "SPARK_ACC_ENV=v1" {
 							return fmt.Errorf("raylet on %s lacks the env added to the cluster: %q %w", n.Name, out, err)

@@ -501,7 +501,7 @@ func TestAccVLLMDeployment_containerRuntime(t *testing.T) {
 				statecheck.ExpectKnownValue(deployAddr, tfjsonpath.New("placement_ip"), knownvalue.StringExact(head.FabricIP)),
 			},
 			Check: func(s *terraform.State) error {
-				for _, n := range l.Nodes {
+				for _, n := range []lab.Node{head, w} { // the cluster's nodes: a lab may have more
 					// Ray runs inside the container, not beside it.
 					out, err := lab.Exec(context.Background(), n, "docker", "exec", "ray-node", "pgrep", "-x", "raylet")
 					if err != nil || strings.TrimSpace(out) == "" {
