@@ -89,6 +89,17 @@ class Lab:
             return 0
 
 
+    def all_alive_after(self, t0, n, what):
+        """Seconds from t0 to the start of the first ray.nodes() poll on the
+        head that sees n nodes alive (bounded: 300 s)."""
+        while True:
+            p0 = time.monotonic()
+            if self.alive(self.nodes[0]) >= n:
+                return p0 - t0
+            if p0 - t0 > 300:
+                sys.exit(f"{what}: not all {n} nodes alive within 300 s")
+
+
 class ProviderSampler:
     """Peak RSS and CPU time of the provider processes while a CLI runs."""
 
@@ -196,6 +207,16 @@ resource "spark_ray_cluster" "bench" {{
 '''
 
 
+def ray_start(lab, node, address=None):
+    """The provider's `ray start` arguments (internal/ray StartCommand) for
+    node: the head's without address, a worker's joining address."""
+    ray, ip = lab.nodes[0]["ray_command"], node["fabric_ip"]
+    if address is None:
+        return (f"VLLM_HOST_IP={ip} {ray} start --head --port=6379 --node-ip-address={ip} --num-gpus=1 "
+                "--dashboard-host=127.0.0.1")
+    return f"VLLM_HOST_IP={ip} {ray} start --address={address} --node-ip-address={ip} --num-gpus=1"
+
+
 def rayup_config(lab, path):
     head, worker = lab.nodes[0], lab.nodes[1]
     ray = head["ray_command"]
@@ -214,14 +235,11 @@ def rayup_config(lab, path):
         "initialization_commands": [], "setup_commands": [], "head_setup_commands": [], "worker_setup_commands": [],
         "head_start_ray_commands": [
             f"{ray} stop",
-            f"RAY_enable_autoscaler_v2=0 VLLM_HOST_IP={head['fabric_ip']} {ray} start --head --port=6379 "
-            f"--node-ip-address={head['fabric_ip']} --num-gpus=1 --dashboard-host=127.0.0.1 "
-            "--autoscaling-config=~/ray_bootstrap_config.yaml",
+            f"RAY_enable_autoscaler_v2=0 {ray_start(lab, head)} --autoscaling-config=~/ray_bootstrap_config.yaml",
         ],
         "worker_start_ray_commands": [
             f"{ray} stop",
-            f"VLLM_HOST_IP={fabric_ip} {ray} start --address={head['fabric_ip']}:6379 "
-            f"--node-ip-address={fabric_ip} --num-gpus=1",
+            ray_start(lab, {"fabric_ip": fabric_ip}, f"{head['fabric_ip']}:6379"),
         ],
     }
     with open(path, "w") as f:
@@ -380,14 +398,9 @@ def main():
     # is, to the start of the first ray.nodes() poll on the head that saw
     # every node alive.
     def create_floor_at(n):
-        ray = head["ray_command"]
-        lines = [shlex.join(lab.ssh(head, f"VLLM_HOST_IP={head['fabric_ip']} {ray} start --head --port=6379 "
-                                          f"--node-ip-address={head['fabric_ip']} --num-gpus=1 "
-                                          "--dashboard-host=127.0.0.1 >/dev/null 2>&1"))]
+        lines = [shlex.join(lab.ssh(head, ray_start(lab, head) + " >/dev/null 2>&1"))]
         for node in lab.nodes[1:n]:
-            lines.append(shlex.join(lab.ssh(node, f"VLLM_HOST_IP={node['fabric_ip']} {ray} start "
-                                                  f"--address={head['fabric_ip']}:6379 --node-ip-address={node['fabric_ip']} "
-                                                  "--num-gpus=1 >/dev/null 2>&1")) + " &")
+            lines.append(shlex.join(lab.ssh(node, ray_start(lab, node, f"{head['fabric_ip']}:6379") + " >/dev/null 2>&1")) + " &")
         lines.append("wait")
         return script(f"create-floor-{n}.sh", "\n".join(lines) + "\n")
 
@@ -397,13 +410,7 @@ def main():
     def time_create_floor(n, into):
         t0 = time.monotonic()
         sh(["bash", create_floors[n]])
-        while True:
-            p0 = time.monotonic()
-            if lab.alive(head) >= n:
-                into.append(p0 - t0)
-                break
-            if p0 - t0 > 300:
-                sys.exit(f"by-hand create of {n} nodes: not all alive within 300 s")
+        into.append(lab.all_alive_after(t0, n, f"by-hand create of {n} nodes"))
         lab.stop_ray(lab.nodes[:n])
 
     def plans(n, into, measure=False):
@@ -443,13 +450,7 @@ def main():
         if rayup:
             t0 = time.monotonic()
             sh([rayup, "up", "-y", rayup_yaml])
-            while True:
-                p0 = time.monotonic()
-                if lab.alive(head) >= 2:
-                    rayup_t.append(p0 - t0)
-                    break
-                if p0 - t0 > 300:
-                    sys.exit("ray up: the worker did not join within 300 s")
+            rayup_t.append(lab.all_alive_after(t0, 2, "ray up"))
             lab.stop_ray(lab.nodes[:2])
         time_create_floor(2, cfloor2)
         log(f"round {i + 1}/{a.apply_rounds}: {big} nodes")
