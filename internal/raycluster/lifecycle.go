@@ -65,12 +65,8 @@ func (m *Manager) startRay(ctx context.Context, s Spec, n NodeSpec, headIP, regi
 	if err != nil {
 		return err
 	}
-	c, err := m.Pool.Get(ctx, n.Endpoint)
-	if err != nil {
-		return err
-	}
 	start := time.Now()
-	if _, err = c.Run(ctx, transport.Cmd{Step: step, Argv: s.Runtime.Wrap(append([]string{"setsid", "-w"}, argv...), true), Stdin: envFile}); err != nil {
+	if _, err = m.Pool.Run(ctx, n.Endpoint, transport.Cmd{Step: step, Argv: s.Runtime.Wrap(append([]string{"setsid", "-w"}, argv...), true), Stdin: envFile}); err != nil {
 		return err
 	}
 	tflog.Info(ctx, "Ray started", map[string]any{"node": n.Name, "host": n.Endpoint.Host, "duration_ms": time.Since(start).Milliseconds()})

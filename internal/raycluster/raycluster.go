@@ -114,19 +114,11 @@ func NewManager(pool *transport.Pool) *Manager {
 }
 
 func (m *Manager) run(ctx context.Context, e transport.Endpoint, step string, argv []string) (*transport.Result, error) {
-	c, err := m.Pool.Get(ctx, e)
-	if err != nil {
-		return nil, err
-	}
-	return c.Run(ctx, transport.Cmd{Step: step, Argv: argv})
+	return m.Pool.Run(ctx, e, transport.Cmd{Step: step, Argv: argv})
 }
 
 func (m *Manager) runStdin(ctx context.Context, e transport.Endpoint, step string, argv []string, stdin []byte) error {
-	c, err := m.Pool.Get(ctx, e)
-	if err != nil {
-		return err
-	}
-	_, err = c.Run(ctx, transport.Cmd{Step: step, Argv: argv, Stdin: stdin})
+	_, err := m.Pool.Run(ctx, e, transport.Cmd{Step: step, Argv: argv, Stdin: stdin})
 	return err
 }
 

@@ -138,16 +138,21 @@ func (m *Manager) stopChanged(ctx context.Context, u Update, gcsAddr string) ([]
 	return stopped, found
 }
 
-// takeBack stops the workers a failed update started; a worker it cannot
-// stop is a warning on that worker.
+// takeBack stops the workers a failed update started, and removes the auth
+// token it wrote there: state keeps the cluster as it was, so no destroy
+// would know a worker this update added (the next apply writes the token
+// again). A worker it cannot stop is a warning on that worker.
 func (m *Manager) takeBack(ctx context.Context, u Update, gcsAddr string) []preflight.Diagnostic {
 	var found []preflight.Diagnostic
+	ctx = context.WithoutCancel(ctx)
 	for _, name := range u.Start {
 		w := u.New.Workers[name]
-		if err := m.Stop(context.WithoutCancel(ctx), u.New, w, gcsAddr); err != nil {
+		if err := m.Stop(ctx, u.New, w, gcsAddr); err != nil {
 			found = append(found, warning(w.Path, "Cannot stop a worker this failed update started",
 				err.Error()+"\n\nThe next apply stops and starts it again."))
+			continue
 		}
+		found = append(found, m.removeToken(ctx, u.New, w)...)
 	}
 	return found
 }

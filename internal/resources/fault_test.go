@@ -101,7 +101,7 @@ func TestAccRayCluster_destroyWithUnreachableWorker(t *testing.T) {
 		_, _ = lab.ExecAs(ctx, w, l.SSHUser, "sh", "-c", `rm -f "$HOME/.ray/auth_token" "$HOME/.ray/auth_token.terraform-provider-spark"`)
 	})
 	stopsByItself := func(*terraform.State) error {
-		if err := rayGone(l, head); err != nil {
+		if err := rayGone(l, head, "after destroy"); err != nil {
 			return err
 		}
 		// The worker's raylet gives up on the GCS after
@@ -579,10 +579,13 @@ func waitNodeDead(t *testing.T, l *lab.File, n lab.Node) {
 // The SSH sessions to a worker are killed while its ray start runs (sshd
 // restarted, a firewall dropping connections): the apply fails naming the
 // worker, and rolls back over a fresh connection, so nothing runs on any
-// node. The same apply then converges. Then the same on an update that
-// adds the worker to a running head: the worker it started is stopped
-// again, the head keeps running, state keeps the cluster as it was, and
-// the next apply converges.
+// node, not even a ray start still under way nor the auth token it wrote.
+// The same apply then converges. Then the same on an update that adds the
+// worker to a running head: the worker it started is stopped again over a
+// fresh connection (a stop sent on the killed one fails at once, and the
+// unfinished ray start goes on to start a raylet that holds the ports the
+// next apply's raylet needs), the head keeps running, state keeps the
+// cluster as it was, and the next apply converges.
 func TestAccRayCluster_sshSessionsKilledMidApply(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
@@ -621,9 +624,9 @@ func TestAccRayCluster_sshSessionsKilledMidApply(t *testing.T) {
 			{
 				PreConfig: func() {
 					wasKilled()
-					for _, n := range l.Nodes {
-						if out, err := acctest.Running(n, acctest.RayDaemons); err != nil || out != "" {
-							t.Fatalf("after the failed apply, Ray still runs on %s (%v):\n%s", n.Name, err, out)
+					for _, n := range []lab.Node{head, w} {
+						if err := rayGone(l, n, "after the failed create"); err != nil {
+							t.Fatal(err)
 						}
 					}
 				},
@@ -644,8 +647,8 @@ func TestAccRayCluster_sshSessionsKilledMidApply(t *testing.T) {
 			{
 				PreConfig: func() {
 					wasKilled()
-					if out, err := acctest.Running(w, acctest.RayDaemons); err != nil || out != "" {
-						t.Fatalf("the failed update left the worker it started running (%v):\n%s", err, out)
+					if err := rayGone(l, w, "after the failed update that added it"); err != nil {
+						t.Fatal(err)
 					}
 					if after := acctest.RunningOrFail(t, head, acctest.RayletUser); after != headBefore || after == "" {
 						t.Fatalf("the failed update touched the head: raylet %q -> %q", headBefore, after)

@@ -106,7 +106,7 @@ func writeLines(b *strings.Builder, indent string, lines []string) {
 func noRayLeft(l *lab.File) func(*terraform.State) error {
 	return func(*terraform.State) error {
 		for _, n := range l.Nodes {
-			if err := rayGone(l, n); err != nil {
+			if err := rayGone(l, n, "after destroy"); err != nil {
 				return err
 			}
 		}
@@ -114,22 +114,23 @@ func noRayLeft(l *lab.File) func(*terraform.State) error {
 	}
 }
 
-// rayGone checks a node after a destroy: no Ray daemon, and no auth token
-// the provider wrote (a secret: it goes with the cluster).
-func rayGone(l *lab.File, n lab.Node) error {
-	out, err := acctest.Running(n, acctest.RayDaemons)
+// rayGone checks a node after a destroy or a rollback (when says which):
+// no Ray daemon, no unfinished ray start that would start one, and no auth
+// token the provider wrote (a secret: it goes with the cluster).
+func rayGone(l *lab.File, n lab.Node, when string) error {
+	out, err := acctest.Running(n, acctest.RayDaemons, acctest.RayStart)
 	if err != nil {
 		return err
 	}
 	if out != "" {
-		return fmt.Errorf("Ray still running on %s after destroy:\n%s", n.Name, out)
+		return fmt.Errorf("Ray still running on %s %s:\n%s", n.Name, when, out)
 	}
 	tok, err := lab.ExecAs(context.Background(), n, l.SSHUser, "sh", "-c", `ls "$HOME/.ray/auth_token"* 2>/dev/null; true`)
 	if err != nil {
 		return err
 	}
 	if strings.TrimSpace(tok) != "" {
-		return fmt.Errorf("Ray's auth token left on %s after destroy: %s", n.Name, tok)
+		return fmt.Errorf("Ray's auth token left on %s %s: %s", n.Name, when, tok)
 	}
 	return nil
 }

@@ -403,8 +403,9 @@ func TestSimRayCluster_workerCutOffFailsThePlan(t *testing.T) {
 // A worker an update starts registers under another address than the plan
 // predicted (a Ray that detects its own address another way): the apply
 // fails at once, naming both addresses (Ray will not move it; waiting is pointless),
-// and stops the worker it started, so no Ray of this update's outlives it;
-// the workers it did not touch keep running.
+// and stops the worker it started, so no Ray of this update's outlives it,
+// nor the auth token it wrote there (state does not hold that worker: no
+// destroy would remove it); the workers it did not touch keep running.
 func TestSimRayCluster_updateRegisteredElsewhereIsTakenBack(t *testing.T) {
 	l := newSimLab(t, 3)
 	gcs := fabricIP(0) + ":6379"
@@ -420,6 +421,12 @@ func TestSimRayCluster_updateRegisteredElsewhereIsTakenBack(t *testing.T) {
 		detail: []string{"Ray registered w2 as 10.20.0.13, not " + fabricIP(2) + " as planned"}})
 	if l.model.Running(2, gcs) {
 		t.Error("the worker the failed update started still runs Ray")
+	}
+	if l.model.Token(2) != "" {
+		t.Error("the auth token the failed update wrote on the worker it added is still there")
+	}
+	if l.model.Token(1) == "" {
+		t.Error("the failed update removed the token of a worker it did not start")
 	}
 	if !l.model.Running(1, gcs) || !l.model.Running(0, gcs) {
 		t.Error("the failed update stopped a node it did not start")

@@ -68,6 +68,13 @@ func (m *Model) SetToken(i int, token string) {
 	m.tokens[i] = token
 }
 
+// Token is Ray's auth token on node i ("" when it holds none).
+func (m *Model) Token(i int) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.tokens[i]
+}
+
 // OtherGCSLayout makes every GCS answer its gRPC calls in a layout the
 // provider's decoder does not know, as a Ray release that renumbered
 // GcsNodeInfo would: the provider must read the table with Python then.

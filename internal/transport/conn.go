@@ -149,6 +149,29 @@ func (c *Conn) acquireSession(ctx context.Context) (func(), error) {
 	return func() { <-c.sessions }, nil
 }
 
+// ErrConnectionLost: the connection was gone when a command was to start
+// on it, so nothing of the command ran and it can be sent again on a fresh
+// connection (Pool.Run does).
+var ErrConnectionLost = errors.New("the SSH connection was lost before the command started")
+
+// newSession opens a session. A connection whose peer went away (its sshd
+// killed, a firewall dropping it) fails here, often before the goroutine
+// watching it has noticed: it is closed at once, so that the pool dials
+// afresh instead of handing it out again. A session the server refuses
+// (sshd's MaxSessions) leaves the connection, and its other sessions, alone.
+func (c *Conn) newSession() (*ssh.Session, error) {
+	s, err := c.client.NewSession()
+	if err == nil {
+		return s, nil
+	}
+	var refused *ssh.OpenChannelError
+	if errors.As(err, &refused) {
+		return nil, err
+	}
+	c.Close()
+	return nil, fmt.Errorf("%w: %w", ErrConnectionLost, err)
+}
+
 // Run runs cmd and waits. A non-zero exit is an *Error carrying the exit
 // status and the tail of stderr; Result is returned either way.
 func (c *Conn) Run(ctx context.Context, cmd Cmd) (res *Result, err error) {
@@ -166,7 +189,7 @@ func (c *Conn) run(ctx context.Context, cmd Cmd) (*Result, error) {
 		return nil, fail(err)
 	}
 	defer release()
-	s, err := c.client.NewSession()
+	s, err := c.newSession()
 	if err != nil {
 		return nil, fail(fmt.Errorf("open session: %w", err))
 	}
@@ -293,7 +316,7 @@ func (c *Conn) hold(ctx context.Context, cmd Cmd, ready string) (*Held, error) {
 // as pipes (the held command lives until stdin closes) and its stderr
 // collected. On failure the session is already closed.
 func (c *Conn) startHeld(cmd Cmd) (*ssh.Session, io.WriteCloser, io.Reader, *bytes.Buffer, error) {
-	s, err := c.client.NewSession()
+	s, err := c.newSession()
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("open session: %w", err)
 	}

@@ -292,6 +292,25 @@ func (p *Pool) Get(ctx context.Context, e Endpoint) (*Conn, error) {
 	}
 }
 
+// Run runs cmd on the shared connection to e. A connection found gone when
+// the command was to start (ErrConnectionLost: nothing of it ran) is
+// replaced by a fresh one and the command sent once more, so that what
+// follows a dropped connection (an apply's rollback after its sessions were
+// killed) reaches the node instead of failing on the dead connection.
+func (p *Pool) Run(ctx context.Context, e Endpoint, cmd Cmd) (*Result, error) {
+	for attempt := 0; ; attempt++ {
+		c, err := p.Get(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		res, err := c.Run(ctx, cmd)
+		if attempt == 0 && errors.Is(err, ErrConnectionLost) {
+			continue
+		}
+		return res, err
+	}
+}
+
 func (p *Pool) forget(key string, d *dialing) {
 	p.mu.Lock()
 	if p.conns[key] == d {

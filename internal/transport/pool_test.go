@@ -371,6 +371,73 @@ func TestConnectionClosedBeforeOnCloseIsForgotten(t *testing.T) {
 	}
 }
 
+// A connection found gone as a command is to start on it (its sshd killed
+// a moment ago, before the goroutine watching it noticed): nothing of the
+// command ran, so Pool.Run sends it again on a fresh connection, and the
+// dead one is not handed out again. An apply's rollback after its sessions
+// were killed used to fail this way at once, leaving Ray to start behind it.
+func TestRunRedialsAConnectionFoundGone(t *testing.T) {
+	f := newFixture(t)
+	f.trust(t, f.srv)
+	p := f.pool(t, nil)
+	e := endpointOf(f.srv)
+	ctx := context.Background()
+	c, err := p.Get(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, err := p.dial(ctx, p.normalize(e), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead.Close()
+	live := c.client
+	t.Cleanup(func() { _ = live.Close() })
+	c.client = dead.client // c's watcher still sees the live client: the moment before it notices
+	res, err := p.Run(ctx, e, Cmd{Step: "test", Argv: []string{"echo", "ran"}})
+	if err != nil || strings.TrimSpace(string(res.Stdout)) != "ran" {
+		t.Fatalf("the command did not run on a fresh connection: %v", err)
+	}
+	if p.Handshakes() != 3 {
+		t.Errorf("handshakes %d, want 3 (the pool's, the one closed, the fresh one)", p.Handshakes())
+	}
+	if again, err := p.Get(ctx, e); err != nil || again == c {
+		t.Errorf("the dead connection is handed out again (%v)", err)
+	}
+	_, err = c.Run(ctx, Cmd{Step: "test", Argv: []string{"true"}})
+	if !errors.Is(err, ErrConnectionLost) {
+		t.Errorf("a command on the dead connection: %v, want ErrConnectionLost", err)
+	}
+}
+
+// A session the server refuses (sshd past its MaxSessions) is an error of
+// that command only: the connection and the sessions on it stay, and the
+// command is not sent again.
+func TestRefusedSessionKeepsTheConnection(t *testing.T) {
+	f := newFixture(t)
+	f.trust(t, f.srv)
+	p := f.pool(t, nil)
+	e := endpointOf(f.srv)
+	ctx := context.Background()
+	c, err := p.Get(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv.SetRefuseSessions(true)
+	_, err = p.Run(ctx, e, Cmd{Step: "test", Argv: []string{"true"}})
+	var refused *ssh.OpenChannelError
+	if !errors.As(err, &refused) || errors.Is(err, ErrConnectionLost) {
+		t.Fatalf("want the refusal, got %v", err)
+	}
+	if c.isClosed() || p.Handshakes() != 1 {
+		t.Fatalf("a refused session dropped the connection (closed %v, handshakes %d)", c.isClosed(), p.Handshakes())
+	}
+	f.srv.SetRefuseSessions(false)
+	if got := run(t, c, "echo", "ok"); strings.TrimSpace(got) != "ok" {
+		t.Errorf("after the refusal: %q", got)
+	}
+}
+
 func TestOneConnectionPerEndpoint(t *testing.T) {
 	f := newFixture(t)
 	f.trust(t, f.srv)

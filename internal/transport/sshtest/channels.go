@@ -26,6 +26,10 @@ func (s *Server) handle(c net.Conn) {
 	for nc := range chans {
 		switch nc.ChannelType() {
 		case "session":
+			if s.refuseSessions.Load() {
+				_ = nc.Reject(ssh.Prohibited, "open failed")
+				continue
+			}
 			go s.session(nc)
 		case "direct-tcpip":
 			go s.tunnel(nc)

@@ -53,6 +53,7 @@ type Server struct {
 	keys   atomic.Pointer[[]ssh.Signer] // swapped by tests while the server runs
 
 	silentKeepalive atomic.Bool  // stop answering keepalives
+	refuseSessions  atomic.Bool  // reject session channels, as sshd past MaxSessions
 	tunnels         atomic.Int64 // direct-tcpip channels opened
 	running         atomic.Int64 // exec sessions running now
 	maxRunning      atomic.Int64
@@ -99,6 +100,10 @@ func (s *Server) SetHostKeys(keys ...ssh.Signer) {
 // SetSilentKeepalive makes the server stop (or resume) answering global
 // requests such as keepalives: a peer that has gone quiet.
 func (s *Server) SetSilentKeepalive(on bool) { s.silentKeepalive.Store(on) }
+
+// SetRefuseSessions makes the server reject new session channels while on,
+// keeping the connection: as sshd does past its MaxSessions.
+func (s *Server) SetRefuseSessions(on bool) { s.refuseSessions.Store(on) }
 
 // Tunnels counts the direct-tcpip channels opened so far.
 func (s *Server) Tunnels() int64 { return s.tunnels.Load() }
