@@ -129,12 +129,7 @@ func (m *Manager) Lock(ctx context.Context, holder string, endpoints ...transpor
 		}
 	}
 	for _, e := range lockOrder(endpoints) {
-		c, err := m.Pool.Get(ctx, e)
-		if err != nil {
-			release()
-			return nil, err
-		}
-		h, err := c.Hold(ctx, transport.Cmd{Step: "lock node", Argv: transport.Script(LockScript, holder)}, "locked")
+		h, err := (transport.Node{Pool: m.Pool, Endpoint: e}).Hold(ctx, transport.Cmd{Step: "lock node", Argv: transport.Script(LockScript, holder)}, "locked")
 		if err != nil {
 			release()
 			return nil, err

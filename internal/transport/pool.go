@@ -298,17 +298,57 @@ func (p *Pool) Get(ctx context.Context, e Endpoint) (*Conn, error) {
 // follows a dropped connection (an apply's rollback after its sessions were
 // killed) reaches the node instead of failing on the dead connection.
 func (p *Pool) Run(ctx context.Context, e Endpoint, cmd Cmd) (*Result, error) {
+	return onFreshIfLost(ctx, p, e, func(c *Conn) (*Result, error) { return c.Run(ctx, cmd) })
+}
+
+// onFreshIfLost runs f on the connection to e, and once more on a fresh one
+// when f found the first gone before anything started (ErrConnectionLost).
+func onFreshIfLost[T any](ctx context.Context, p *Pool, e Endpoint, f func(*Conn) (T, error)) (T, error) {
 	for attempt := 0; ; attempt++ {
 		c, err := p.Get(ctx, e)
 		if err != nil {
-			return nil, err
+			var zero T
+			return zero, err
 		}
-		res, err := c.Run(ctx, cmd)
+		v, err := f(c)
 		if attempt == 0 && errors.Is(err, ErrConnectionLost) {
 			continue
 		}
-		return res, err
+		return v, err
 	}
+}
+
+// Node is one node as the pool reaches it: each command takes the pool's
+// connection to it as it is at that moment, so that a command after a
+// dropped connection goes out on a fresh one. For work that spans many
+// commands (a vLLM launch and its rollback) where a *Conn would stay bound
+// to a connection that may die on the way.
+type Node struct {
+	Pool     *Pool
+	Endpoint Endpoint
+}
+
+// Addr is the node's host:port, as errors name it.
+func (n Node) Addr() string { return n.Pool.normalize(n.Endpoint).addr() }
+
+// Run is Pool.Run on the node.
+func (n Node) Run(ctx context.Context, cmd Cmd) (*Result, error) {
+	return n.Pool.Run(ctx, n.Endpoint, cmd)
+}
+
+// Hold is Conn.Hold on the node's connection, sent once more on a fresh
+// one when that connection was found gone before the command started.
+func (n Node) Hold(ctx context.Context, cmd Cmd, ready string) (*Held, error) {
+	return onFreshIfLost(ctx, n.Pool, n.Endpoint, func(c *Conn) (*Held, error) { return c.Hold(ctx, cmd, ready) })
+}
+
+// DialContext is Conn.DialContext on the node's connection.
+func (n Node) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := n.Pool.Get(ctx, n.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	return c.DialContext(ctx, network, addr)
 }
 
 func (p *Pool) forget(key string, d *dialing) {

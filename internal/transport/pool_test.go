@@ -373,40 +373,60 @@ func TestConnectionClosedBeforeOnCloseIsForgotten(t *testing.T) {
 
 // A connection found gone as a command is to start on it (its sshd killed
 // a moment ago, before the goroutine watching it noticed): nothing of the
-// command ran, so Pool.Run sends it again on a fresh connection, and the
-// dead one is not handed out again. An apply's rollback after its sessions
-// were killed used to fail this way at once, leaving Ray to start behind it.
-func TestRunRedialsAConnectionFoundGone(t *testing.T) {
-	f := newFixture(t)
-	f.trust(t, f.srv)
-	p := f.pool(t, nil)
-	e := endpointOf(f.srv)
-	ctx := context.Background()
-	c, err := p.Get(ctx, e)
-	if err != nil {
-		t.Fatal(err)
+// command ran, so Pool.Run (and a Node's Run and Hold) send it again on a
+// fresh connection, and the dead one is not handed out again. An apply's
+// rollback after its sessions were killed used to fail this way at once,
+// leaving the unfinished ray start to start Ray behind it.
+func TestCommandsRedialAConnectionFoundGone(t *testing.T) {
+	send := map[string]func(p *Pool, e Endpoint) error{
+		"Pool.Run": func(p *Pool, e Endpoint) error {
+			res, err := p.Run(context.Background(), e, Cmd{Step: "test", Argv: []string{"echo", "ran"}})
+			if err == nil && strings.TrimSpace(string(res.Stdout)) != "ran" {
+				err = fmt.Errorf("stdout %q", res.Stdout)
+			}
+			return err
+		},
+		"Node.Hold": func(p *Pool, e Endpoint) error {
+			h, err := Node{Pool: p, Endpoint: e}.Hold(context.Background(), Cmd{Step: "lock", Argv: Script(`echo ready; cat >/dev/null`)}, "ready")
+			if err == nil {
+				h.Release()
+			}
+			return err
+		},
 	}
-	dead, err := p.dial(ctx, p.normalize(e), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead.Close()
-	live := c.client
-	t.Cleanup(func() { _ = live.Close() })
-	c.client = dead.client // c's watcher still sees the live client: the moment before it notices
-	res, err := p.Run(ctx, e, Cmd{Step: "test", Argv: []string{"echo", "ran"}})
-	if err != nil || strings.TrimSpace(string(res.Stdout)) != "ran" {
-		t.Fatalf("the command did not run on a fresh connection: %v", err)
-	}
-	if p.Handshakes() != 3 {
-		t.Errorf("handshakes %d, want 3 (the pool's, the one closed, the fresh one)", p.Handshakes())
-	}
-	if again, err := p.Get(ctx, e); err != nil || again == c {
-		t.Errorf("the dead connection is handed out again (%v)", err)
-	}
-	_, err = c.Run(ctx, Cmd{Step: "test", Argv: []string{"true"}})
-	if !errors.Is(err, ErrConnectionLost) {
-		t.Errorf("a command on the dead connection: %v, want ErrConnectionLost", err)
+	for name, send := range send {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			f.trust(t, f.srv)
+			p := f.pool(t, nil)
+			e := endpointOf(f.srv)
+			ctx := context.Background()
+			c, err := p.Get(ctx, e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dead, err := p.dial(ctx, p.normalize(e), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dead.Close()
+			live := c.client
+			t.Cleanup(func() { _ = live.Close() })
+			c.client = dead.client // c's watcher still sees the live client: the moment before it notices
+			if err := send(p, e); err != nil {
+				t.Fatalf("the command did not go out on a fresh connection: %v", err)
+			}
+			if p.Handshakes() != 3 {
+				t.Errorf("handshakes %d, want 3 (the pool's, the one closed, the fresh one)", p.Handshakes())
+			}
+			if again, err := p.Get(ctx, e); err != nil || again == c {
+				t.Errorf("the dead connection is handed out again (%v)", err)
+			}
+			_, err = c.Run(ctx, Cmd{Step: "test", Argv: []string{"true"}})
+			if !errors.Is(err, ErrConnectionLost) {
+				t.Errorf("a command on the dead connection: %v, want ErrConnectionLost", err)
+			}
+		})
 	}
 }
 

@@ -16,9 +16,9 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
-// Server is one vLLM server on a node, reached over a shared SSH connection.
+// Server is one vLLM server on a node, reached through the shared SSH pool.
 type Server struct {
-	Conn *transport.Conn
+	Node transport.Node
 	Port int
 	Host string // the address it listens on ("" or unspecified: every address)
 	// Wrap makes a command run where vLLM runs (the runtime's container);
@@ -44,10 +44,10 @@ func (s Server) Launch(ctx context.Context, dir string, env map[string]string, k
 	if err != nil {
 		return "", err
 	}
-	if _, err := s.Conn.Run(ctx, s.cmd("write vLLM env file", transport.UploadArgv(dir+"/env", 0o600), body)); err != nil {
+	if _, err := s.Node.Run(ctx, s.cmd("write vLLM env file", transport.UploadArgv(dir+"/env", 0o600), body)); err != nil {
 		return "", err
 	}
-	res, err := s.Conn.Run(ctx, s.cmd("launch vllm serve",
+	res, err := s.Node.Run(ctx, s.cmd("launch vllm serve",
 		transport.Script(LaunchScript, append([]string{dir, keyFile, holder}, argv...)...), nil))
 	if err != nil {
 		return "", err
@@ -64,7 +64,7 @@ func (s Server) Launch(ctx context.Context, dir string, env map[string]string, k
 // none. Launching says its launch is still in progress (another apply holds
 // the launch lock); otherwise it was left by an apply that was killed.
 func (s Server) Unfinished(ctx context.Context) (identity, holder string, launching bool, err error) {
-	res, err := s.Conn.Run(ctx, s.cmd("read the vLLM start marker", transport.Script(UnfinishedScript, strconv.Itoa(s.Port), ""), nil))
+	res, err := s.Node.Run(ctx, s.cmd("read the vLLM start marker", transport.Script(UnfinishedScript, strconv.Itoa(s.Port), ""), nil))
 	if err != nil {
 		return "", "", false, err
 	}
@@ -82,7 +82,7 @@ func (s Server) LockLaunch(ctx context.Context) (dir string, release func(), err
 	if dir, err = s.Dir(ctx); err != nil {
 		return "", nil, err
 	}
-	h, err := s.Conn.Hold(ctx, s.cmd("hold the vLLM launch lock", transport.Script(LaunchLockScript, dir), []byte{}), "locked")
+	h, err := s.Node.Hold(ctx, s.cmd("hold the vLLM launch lock", transport.Script(LaunchLockScript, dir), []byte{}), "locked")
 	if err != nil {
 		return "", nil, err
 	}
@@ -91,7 +91,7 @@ func (s Server) LockLaunch(ctx context.Context) (dir string, release func(), err
 
 // Settled removes the start marker: the launch answered.
 func (s Server) Settled(ctx context.Context) error {
-	_, err := s.Conn.Run(ctx, s.cmd("remove the vLLM start marker", transport.Script(SettledScript, strconv.Itoa(s.Port), ""), nil))
+	_, err := s.Node.Run(ctx, s.cmd("remove the vLLM start marker", transport.Script(SettledScript, strconv.Itoa(s.Port), ""), nil))
 	return err
 }
 
@@ -107,7 +107,7 @@ func (s Server) Alive(ctx context.Context, identity string) (bool, error) {
 		// process of it runs, which is an answer, not an error.
 		cmd = transport.Cmd{Step: cmd.Step, Argv: s.WrapIfRunning(argv, "gone")}
 	}
-	res, err := s.Conn.Run(ctx, cmd)
+	res, err := s.Node.Run(ctx, cmd)
 	if err != nil {
 		return false, err
 	}
@@ -127,7 +127,7 @@ func (s Server) AliveAndFind(ctx context.Context, identity string) (alive bool, 
 		// The runtime's container not running: gone, as in Alive.
 		cmd = transport.Cmd{Step: cmd.Step, Argv: s.WrapIfRunning(argv, "gone")}
 	}
-	res, err := s.Conn.Run(ctx, cmd)
+	res, err := s.Node.Run(ctx, cmd)
 	if err != nil {
 		return false, nil, err
 	}
@@ -144,7 +144,7 @@ func (s Server) AliveAndFind(ctx context.Context, identity string) (alive bool, 
 // Dir makes or checks the deployment's private directory on the node
 // (DirScript) and returns its path.
 func (s Server) Dir(ctx context.Context) (string, error) {
-	res, err := s.Conn.Run(ctx, s.cmd("check vLLM directory", transport.Script(DirScript, "", strconv.Itoa(s.Port)), nil))
+	res, err := s.Node.Run(ctx, s.cmd("check vLLM directory", transport.Script(DirScript, "", strconv.Itoa(s.Port)), nil))
 	if err != nil {
 		return "", err
 	}
@@ -154,7 +154,7 @@ func (s Server) Dir(ctx context.Context) (string, error) {
 // Stop sends SIGTERM, then SIGKILL after grace, verifies the port closed
 // and removes the env file, which holds the API key.
 func (s Server) Stop(ctx context.Context, identity string, grace time.Duration) error {
-	_, err := s.Conn.Run(ctx, s.cmd("stop vLLM", transport.Script(StopScript,
+	_, err := s.Node.Run(ctx, s.cmd("stop vLLM", transport.Script(StopScript,
 		identity, strconv.Itoa(s.Port), strconv.Itoa(int(grace.Seconds())), ""), nil))
 	return err
 }
@@ -165,7 +165,7 @@ func (s Server) LogTail(ctx context.Context, n int) (string, string) {
 	if err != nil {
 		return "(unknown)", "(log unavailable: " + err.Error() + ")"
 	}
-	res, err := s.Conn.Run(ctx, s.cmd("read vLLM log", transport.Script(LogTailScript, dir, strconv.Itoa(n)), nil))
+	res, err := s.Node.Run(ctx, s.cmd("read vLLM log", transport.Script(LogTailScript, dir, strconv.Itoa(n)), nil))
 	if err != nil || res == nil {
 		return dir + "/server.log", "(log unavailable)"
 	}
@@ -186,7 +186,7 @@ type Running struct {
 // Find reads the server listening on the port: identity, environment and
 // command line.
 func (s Server) Find(ctx context.Context) (*Running, error) {
-	res, err := s.Conn.Run(ctx, s.cmd("find vLLM on port "+strconv.Itoa(s.Port), transport.Script(FindScript, strconv.Itoa(s.Port)), nil))
+	res, err := s.Node.Run(ctx, s.cmd("find vLLM on port "+strconv.Itoa(s.Port), transport.Script(FindScript, strconv.Itoa(s.Port)), nil))
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +237,7 @@ func (s Server) Transport() *http.Transport {
 	return &http.Transport{
 		Proxy: nil,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return s.Conn.DialContext(ctx, "tcp", s.dialAddr())
+			return s.Node.DialContext(ctx, "tcp", s.dialAddr())
 		},
 		MaxIdleConns: 2, IdleConnTimeout: 30 * time.Second,
 	}
@@ -258,7 +258,7 @@ func (s Server) Ready(ctx context.Context, servedName, apiKey, identity string, 
 // (<temp>/ray/ray_current_cluster): "" when there is none, i.e. vllm serve
 // would run outside the namespace or container Ray runs in.
 func (s Server) RayCluster(ctx context.Context) (string, error) {
-	res, err := s.Conn.Run(ctx, s.cmd("find Ray where vLLM runs",
+	res, err := s.Node.Run(ctx, s.cmd("find Ray where vLLM runs",
 		[]string{"sh", "-c", `cat "${TMPDIR:-/tmp}/ray/ray_current_cluster" 2>/dev/null || true`}, nil))
 	if err != nil {
 		return "", err
@@ -269,7 +269,7 @@ func (s Server) RayCluster(ctx context.Context) (string, error) {
 // ReadKeyFile reads an API key file where vLLM runs (for the readiness
 // probe; the key goes no further than this process's memory).
 func (s Server) ReadKeyFile(ctx context.Context, path string) (string, error) {
-	res, err := s.Conn.Run(ctx, s.cmd("read api_key_file", []string{"cat", path}, nil))
+	res, err := s.Node.Run(ctx, s.cmd("read api_key_file", []string{"cat", path}, nil))
 	if err != nil {
 		return "", err
 	}

@@ -88,11 +88,11 @@ type Manager struct {
 
 // server is the head's vllm serve as package vllm drives it.
 func (m *Manager) server(ctx context.Context, s Spec) (vllm.Server, error) {
-	conn, err := m.Pool.Get(ctx, s.Head)
-	if err != nil {
+	// Dialled now, so that a head out of reach fails here, before any step.
+	if _, err := m.Pool.Get(ctx, s.Head); err != nil {
 		return vllm.Server{}, err
 	}
-	srv := vllm.Server{Conn: conn, Port: s.Port, Host: s.Host}
+	srv := vllm.Server{Node: transport.Node{Pool: m.Pool, Endpoint: s.Head}, Port: s.Port, Host: s.Host}
 	if s.Runtime.Container != nil {
 		srv.Wrap, srv.WrapIfRunning = s.Runtime.Wrap, s.Runtime.WrapIfRunning
 	}
@@ -372,12 +372,8 @@ func (m *Manager) listing(ctx context.Context, s Spec, e transport.Endpoint, dir
 	if files, ok := m.Models.Get(e.Host, dir); ok && dir != "" {
 		return preflight.Listing{Dir: dir, Files: files}, nil
 	}
-	conn, err := m.Pool.Get(ctx, e)
-	if err != nil {
-		return preflight.Listing{}, err
-	}
 	argv := s.Runtime.ProbeArgv(transport.Script(nodefacts.ListingScript, dir, repo, hub, revision))
-	res, err := conn.Run(ctx, transport.Cmd{Step: "list the model's files", Argv: argv})
+	res, err := m.Pool.Run(ctx, e, transport.Cmd{Step: "list the model's files", Argv: argv})
 	if err != nil {
 		return preflight.Listing{}, err
 	}
@@ -441,7 +437,7 @@ func (m *Manager) Launch(ctx context.Context, s Spec, sec Secrets, own float64) 
 	if d != nil {
 		return Launched{}, d
 	}
-	tflog.Info(ctx, "vLLM launched, loading the model", map[string]any{"node": srv.Conn.Addr(), "process": id, "model": s.Model})
+	tflog.Info(ctx, "vLLM launched, loading the model", map[string]any{"node": srv.Node.Addr(), "process": id, "model": s.Model})
 	loading := time.Now()
 	if d := awaitReady(ctx, srv, s, key, id); d != nil {
 		return Launched{}, d
@@ -451,7 +447,7 @@ func (m *Manager) Launch(ctx context.Context, s Spec, sec Secrets, own float64) 
 			Detail: fmt.Sprintf("%v\n\nvLLM serves. Should this deployment's state be lost, the next plan would take its server "+
 				"for an unfinished launch and replace it.", err)})
 	}
-	tflog.Info(ctx, "vLLM ready", map[string]any{"node": srv.Conn.Addr(), "process": id, "waited_ms": time.Since(loading).Milliseconds()})
+	tflog.Info(ctx, "vLLM ready", map[string]any{"node": srv.Node.Addr(), "process": id, "waited_ms": time.Since(loading).Milliseconds()})
 	return Launched{Identity: id, Concluded: concluded}, found
 }
 
@@ -527,7 +523,7 @@ func awaitReady(ctx context.Context, srv vllm.Server, s Spec, key, id string) []
 	logPath, logTail := srv.LogTail(context.WithoutCancel(ctx), 40)
 	stopErr := srv.Stop(context.WithoutCancel(ctx), id, 10*time.Second)
 	detail := fmt.Errorf("vllm serve on %s did not become ready: %w\n\nLast 40 lines of the server log (%s):\n%s",
-		srv.Conn.Addr(), err, logPath, logTail)
+		srv.Node.Addr(), err, logPath, logTail)
 	if stopErr != nil {
 		detail = fmt.Errorf("%w\n\nStopping it also failed: %w", detail, stopErr)
 	}
