@@ -29,6 +29,7 @@ is between figures of this run, never across runs):
     lab's port 22 once the CLI has exited.
 """
 import argparse
+import glob
 import json
 import os
 import re
@@ -43,6 +44,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOOLS = os.path.join(ROOT, ".tools")
 BENCH = os.path.join(ROOT, ".bench")
+RAYUP_CLUSTER = "spark-bench"  # the cluster name ray up is given
 
 
 def sh(cmd, **kw):
@@ -224,7 +226,7 @@ def rayup_config(lab, path):
     # the v1 autoscaler the local provider needs in Ray 2.52.1.
     fabric_ip = "$(ip -4 -o addr show dev eth1 | awk '{print $4}' | cut -d/ -f1)"
     cfg = {
-        "cluster_name": "spark-bench",
+        "cluster_name": RAYUP_CLUSTER,
         "max_workers": 1,
         "upscaling_speed": 1.0,
         "idle_timeout_minutes": 60,
@@ -433,6 +435,14 @@ def main():
     if rayup:
         # The launcher's first run on a cluster bootstraps it (its state
         # file, the head's copy of the config and key): not timed.
+        # Its record of the nodes lives on this machine (the local provider's
+        # /tmp/ray/cluster-<name>.state, Ray 2.52.1
+        # autoscaler/_private/local/config.py get_state_path): after the lab
+        # was re-created it still calls the new head "up-to-date" and skips
+        # copying ray_bootstrap_config.yaml there, and the head's autoscaler
+        # then never starts a worker. Forgotten, so this run sets the head up.
+        for f in glob.glob(f"/tmp/ray/cluster-{RAYUP_CLUSTER}.*"):
+            os.remove(f)
         log("ray up --no-restart once, untimed (the launcher's own first-run set-up)")
         sh([rayup, "up", "-y", "--no-restart", rayup_yaml])
         lab.stop_ray(lab.nodes[:big])  # a first launch starts Ray even with --no-restart
