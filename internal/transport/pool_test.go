@@ -83,6 +83,20 @@ func (f *fixture) pool(t *testing.T, mut func(*Config)) *Pool {
 	return p
 }
 
+// connected is a pool that trusts the fixture's server (mut edits its
+// config when not nil), the server's endpoint, and the pool's connection to it.
+func (f *fixture) connected(t *testing.T, mut func(*Config)) (*Pool, Endpoint, *Conn) {
+	t.Helper()
+	f.trust(t, f.srv)
+	p := f.pool(t, mut)
+	e := endpointOf(f.srv)
+	c, err := p.Get(context.Background(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, e, c
+}
+
 func hostKeyErr(t *testing.T, err error) *HostKeyError {
 	t.Helper()
 	var hk *HostKeyError
@@ -351,12 +365,7 @@ func TestKeepaliveLossDropsConnectionAndRedials(t *testing.T) {
 // closed connection again and again until its deadline).
 func TestConnectionClosedBeforeOnCloseIsForgotten(t *testing.T) {
 	f := newFixture(t)
-	f.trust(t, f.srv)
-	p := f.pool(t, nil)
-	c, err := p.Get(context.Background(), endpointOf(f.srv))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _, c := f.connected(t, nil)
 	c.onClose.Store(nil) // as if it closed before Get set it
 	c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -396,15 +405,8 @@ func TestCommandsRedialAConnectionFoundGone(t *testing.T) {
 	}
 	for name, send := range send {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t)
-			f.trust(t, f.srv)
-			p := f.pool(t, nil)
-			e := endpointOf(f.srv)
+			p, e, c := newFixture(t).connected(t, nil)
 			ctx := context.Background()
-			c, err := p.Get(ctx, e)
-			if err != nil {
-				t.Fatal(err)
-			}
 			dead, err := p.dial(ctx, p.normalize(e), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -435,16 +437,10 @@ func TestCommandsRedialAConnectionFoundGone(t *testing.T) {
 // command is not sent again.
 func TestRefusedSessionKeepsTheConnection(t *testing.T) {
 	f := newFixture(t)
-	f.trust(t, f.srv)
-	p := f.pool(t, nil)
-	e := endpointOf(f.srv)
+	p, e, c := f.connected(t, nil)
 	ctx := context.Background()
-	c, err := p.Get(ctx, e)
-	if err != nil {
-		t.Fatal(err)
-	}
 	f.srv.SetRefuseSessions(true)
-	_, err = p.Run(ctx, e, Cmd{Step: "test", Argv: []string{"true"}})
+	_, err := p.Run(ctx, e, Cmd{Step: "test", Argv: []string{"true"}})
 	var refused *ssh.OpenChannelError
 	if !errors.As(err, &refused) || errors.Is(err, ErrConnectionLost) {
 		t.Fatalf("want the refusal, got %v", err)
@@ -488,12 +484,7 @@ func TestOneConnectionPerEndpoint(t *testing.T) {
 
 func TestMaxParallelBoundsSessions(t *testing.T) {
 	f := newFixture(t)
-	f.trust(t, f.srv)
-	p := f.pool(t, func(c *Config) { c.MaxParallel = 2 })
-	c, err := p.Get(context.Background(), endpointOf(f.srv))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, c := f.connected(t, func(c *Config) { c.MaxParallel = 2 })
 	var wg sync.WaitGroup
 	for i := 0; i < 6; i++ {
 		wg.Add(1)
@@ -509,12 +500,7 @@ func TestMaxParallelBoundsSessions(t *testing.T) {
 // slots, commands still run.
 func TestHeldLocksLeaveParallelSlotsFree(t *testing.T) {
 	f := newFixture(t)
-	f.trust(t, f.srv)
-	p := f.pool(t, func(c *Config) { c.MaxParallel = 2 })
-	c, err := p.Get(context.Background(), endpointOf(f.srv))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, c := f.connected(t, func(c *Config) { c.MaxParallel = 2 })
 	for i := 0; i < 2; i++ {
 		h, err := c.Hold(context.Background(), Cmd{Step: "lock", Argv: Script(`echo ready; cat >/dev/null`)}, "ready")
 		if err != nil {
