@@ -28,10 +28,13 @@ type Deployment struct {
 	// FailOnEnviron: extra_args has --fail-on-environ-validation.
 	FailOnEnviron bool
 	// RayAddress is ray_address; RayDown says nothing answered there
-	// (refused, or no GCS), as opposed to "could not tell". ClusterInRun:
-	// a spark_ray_cluster with this head address is planned in this run.
+	// (refused, or no GCS); RayUnread, when neither a table nor RayDown
+	// came back, is why the table could not be read (a timeout, no
+	// route). ClusterInRun: a spark_ray_cluster with this head address is
+	// planned in this run.
 	RayAddress   string
 	RayDown      bool
+	RayUnread    string
 	ClusterInRun bool
 	// Nodes: the cluster's nodes (the head first) as its plan in this run
 	// read them; nil when the cluster is managed elsewhere. ClusterEnv is
@@ -104,12 +107,17 @@ func CheckDeployment(d Deployment) (Concluded, []Diagnostic) {
 		found = append(found, ServeBesideRay(*d.Site)...)
 	}
 	found = append(found, RayAddressIsHead(d)...)
-	p := Placement{PlacementIP: placement, Source: source, HeadIP: d.HeadIP, Table: d.Table, Executor: executor, Sizes: d.Sizes}
-	found = append(found, PlacementIdentity(p)...)
-	found = append(found, DataParallelMaster(p)...)
-	found = append(found, ParallelFits(p, d.Planned, d.OwnGPUs)...)
-	if !d.Restart {
-		found = append(found, HeadGPUForDriver(p, d.Planned, d.OwnGPUs)...)
+	// The placement rules judge the head's identity: Ray's live table, or
+	// the cluster planned in this run. Without either there is none to
+	// judge (D21 refused the address), and no "will serve" is promised.
+	if d.Table != nil || d.ClusterInRun {
+		p := Placement{PlacementIP: placement, Source: source, HeadIP: d.HeadIP, Table: d.Table, Executor: executor, Sizes: d.Sizes}
+		found = append(found, PlacementIdentity(p)...)
+		found = append(found, DataParallelMaster(p)...)
+		found = append(found, ParallelFits(p, d.Planned, d.OwnGPUs)...)
+		if !d.Restart {
+			found = append(found, HeadGPUForDriver(p, d.Planned, d.OwnGPUs)...)
+		}
 	}
 	if !d.PortIsOwn {
 		found = append(found, ServePortFree(d.SSHHost, d.Port, d.HeadFacts.Listeners)...)

@@ -81,7 +81,7 @@ func TestCheckDeploymentCallsEveryRule(t *testing.T) {
 			d.Table.PlacementGroups = []ray.PlacementGroup{{ID: "pg", State: "CREATED", GPUs: 1, Holder: "vllm serve other"}}
 		}},
 		{"error: The parallel sizes exceed the cluster's GPUs", func(d *Deployment) { // D8 first plan
-			d.Table, d.Planned, d.Sizes.TP = nil, &PlannedGPUs{Total: 1, Nodes: "head 1"}, 2
+			d.Table, d.Planned, d.ClusterInRun, d.Sizes.TP = nil, &PlannedGPUs{Total: 1, Nodes: "head 1"}, true, 2
 		}},
 		{"error: vllm serve would run outside the head's Ray", func(d *Deployment) { // D11
 			d.Site = &ServeSite{Serve: "on the host", Ray: "in container ray-node", RayAddress: "10.1.230.180:6379"}
@@ -131,10 +131,13 @@ func TestCheckDeploymentCallsEveryRule(t *testing.T) {
 		}},
 		{"error: No free GPU on the head for vLLM's legacy executor", func(d *Deployment) { // D8, legacy driver, first plan
 			d.Env[ExecutorEnv] = "0"
-			d.Table, d.Planned = nil, &PlannedGPUs{Total: 2, Head: 0, Nodes: "head 0, spark2 2"}
+			d.Table, d.Planned, d.ClusterInRun = nil, &PlannedGPUs{Total: 2, Head: 0, Nodes: "head 0, spark2 2"}, true
 		}},
 		{"error: No Ray answers at ray_address", func(d *Deployment) { // D21
 			d.Table, d.RayDown, d.RayAddress = nil, true, "10.1.230.180:6380"
+		}},
+		{"error: No Ray answers at ray_address", func(d *Deployment) { // D21: nothing could be read there, nothing planned
+			d.Table, d.RayUnread, d.RayAddress, d.HeadIP, d.HostIP = nil, "dial tcp 10.9.9.9:6379: i/o timeout", "10.9.9.9:6379", "10.9.9.9", "10.9.9.9"
 		}},
 		{"error: ray_address is a Ray whose head is another node", func(d *Deployment) { // D21
 			d.Table.Nodes[0].IP, d.Table.Nodes[0].Resources["node:10.9.9.9"] = "10.9.9.9", 1
@@ -161,6 +164,29 @@ func TestCheckDeploymentCallsEveryRule(t *testing.T) {
 				t.Fatalf("want %q, got: %s", c.want, got)
 			}
 		})
+	}
+}
+
+// ray_address neither planned in this run nor answering (the issue's
+// 10.9.9.9): refused, naming the address and why, and no placement rule
+// promises the deployment "will serve" on a head identity nobody has.
+func TestCheckDeploymentUnreadRayAddressPromisesNothing(t *testing.T) {
+	d := fieldReportDeployment()
+	d.Table, d.RayAddress, d.HeadIP = nil, "10.9.9.9:6379", "10.9.9.9"
+	d.RayUnread = "dial tcp 10.9.9.9:6379: i/o timeout"
+	_, found := CheckDeployment(d)
+	if len(found) != 1 || found[0].Rule != D21 || found[0].Warning {
+		t.Fatalf("want one D21 error, got: %s", allSummaries(found))
+	}
+	for _, s := range []string{`"10.9.9.9:6379"`, "i/o timeout", "head_address"} {
+		if !strings.Contains(found[0].Detail, s) {
+			t.Errorf("detail lacks %q: %s", s, found[0].Detail)
+		}
+	}
+	// The same address planned in this run: its planned identity is used.
+	d.ClusterInRun = true
+	if _, found := CheckDeployment(d); len(found) != 0 && found[0].Rule == D21 {
+		t.Fatalf("a cluster planned in this run refused: %s", allSummaries(found))
 	}
 }
 

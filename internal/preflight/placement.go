@@ -298,19 +298,32 @@ func DataParallelMaster(p Placement) []Diagnostic {
 			ip, from, verb(p), p.HeadIP, labels(p), p.Executor.Version, ip, p.HeadIP, p.HeadIP, ip)}}
 }
 
-// RayAddressIsHead (D21): ray_address must be a Ray that answers (unless
-// the cluster is planned in this run), and the one whose head is the
-// deployment's head: vllm serve attaches to it from there, and vLLM's
-// driver runs on its own node.
+// RayAddressIsHead (D21): ray_address must be the head address of a
+// spark_ray_cluster planned in this run, or a Ray that answers at plan,
+// and then the one whose head is the deployment's head: vllm serve
+// attaches to it from there, and vLLM's driver runs on its own node. An
+// address that is neither is refused, whether nothing answered there or
+// the plan could not tell (vllm serve would wait for a GCS that never
+// answers, then time out).
 func RayAddressIsHead(d Deployment) []Diagnostic {
 	switch {
-	case d.Table == nil && d.RayDown && !d.ClusterInRun:
+	case d.Table == nil && d.ClusterInRun:
+		return nil
+	case d.Table == nil && d.RayDown:
 		return []Diagnostic{{Rule: D21, Attr: []string{"ray_address"}, Summary: "No Ray answers at ray_address",
 			Detail: fmt.Sprintf("ray_address = %q, but nothing answers there from the head (%s), and no spark_ray_cluster in this "+
 				"configuration has that head address. vllm serve would fail to connect to Ray. Use spark_ray_cluster.<name>.head_address, "+
 				"or start the cluster first.", d.RayAddress, d.SSHHost)}}
 	case d.Table == nil:
-		return nil
+		why := d.RayUnread
+		if why == "" {
+			why = "no answer"
+		}
+		return []Diagnostic{{Rule: D21, Attr: []string{"ray_address"}, Summary: "No Ray answers at ray_address",
+			Detail: fmt.Sprintf("ray_address = %q: no Ray GCS answered there from the head (%s) at plan (%s), and no spark_ray_cluster "+
+				"in this configuration has that head address. vllm serve would wait for a GCS that never answers, then time out. "+
+				"Use spark_ray_cluster.<name>.head_address, or give the address of a running Ray head this node reaches.",
+				d.RayAddress, d.SSHHost, why)}}
 	}
 	head, ok := d.Table.Head()
 	if !ok {

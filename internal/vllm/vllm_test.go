@@ -159,8 +159,13 @@ func TestLaunchStatusStopScripts(t *testing.T) {
 	leader := strings.SplitN(id, ":", 2)[0]
 	// The leader forks its child on its own time: wait (bounded) for it,
 	// or the kill below can come first and leave no child to outlive it.
-	for i := 0; i < 100 && running(child) == ""; i++ {
+	// (20 s: on a machine whose two cores build the lab meanwhile, 5 s
+	// were seen to pass before the fork.)
+	for i := 0; i < 400 && running(child) == ""; i++ {
 		time.Sleep(50 * time.Millisecond)
+	}
+	if running(child) == "" {
+		t.Fatal("test setup: the server's child never started")
 	}
 	if err := exec.Command("kill", "-9", leader).Run(); err != nil {
 		t.Fatal(err)

@@ -250,13 +250,15 @@ func newDeployment(s Spec, facts nodefacts.Facts, headIP string, own float64, ow
 		FailOnEnviron: par.FailOnEnviron, RayAddress: s.RayAddress, Model: s.Model, Restart: s.Restart}
 }
 
-// addLiveTable gives dep Ray's live node table, or says Ray is down. A
-// table that cannot be read is left out: the rules then judge without it.
+// addLiveTable gives dep Ray's live node table, or says Ray is down, or
+// why the table could not be read (D21 refuses all but the first, unless
+// the cluster is planned in this run).
 func (m *Manager) addLiveTable(ctx context.Context, s Spec, dep *preflight.Deployment) {
 	t, err := m.Clusters.Snapshot(ctx, s.cluster(), s.RayAddress)
 	switch {
 	case err != nil:
 		tflog.Debug(ctx, "no live Ray node table for the vLLM plan check", map[string]any{"error": err.Error()})
+		dep.RayUnread, _, _ = strings.Cut(err.Error(), "\n")
 	case t.GCSUp:
 		dep.Table = &t
 	default:
