@@ -52,3 +52,18 @@ func TestLanesSplitTheNodes(t *testing.T) {
 		t.Error("4 nodes split into 3 lanes without an error")
 	}
 }
+
+func TestUnheldFabricIP(t *testing.T) {
+	f := &File{FabricSubnet: "172.31.7.0/24", Nodes: []Node{{Name: "spark1", FabricIP: "172.31.7.2"}}}
+	if ip, err := f.UnheldFabricIP(); err != nil || ip != "172.31.7.254" {
+		t.Fatalf("got %q, %v; want 172.31.7.254", ip, err)
+	}
+	f.Nodes[0].FabricIP = "172.31.7.254"
+	if _, err := f.UnheldFabricIP(); err == nil {
+		t.Fatal("an address a node holds was given")
+	}
+	f.FabricSubnet = "fd00::/64"
+	if _, err := f.UnheldFabricIP(); err == nil {
+		t.Fatal("an IPv6 subnet was taken")
+	}
+}

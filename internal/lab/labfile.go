@@ -10,6 +10,7 @@ package lab
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -142,4 +143,25 @@ func (f *File) Node(name string) (Node, bool) {
 		}
 	}
 	return Node{}, false
+}
+
+// UnheldFabricIP is an address on the lab's fabric subnet that no node
+// holds (the subnet's highest host address; Docker hands out the lowest
+// first): what a plan must refuse when a configuration names it, reached
+// only inside the lab's own network.
+func (f *File) UnheldFabricIP() (string, error) {
+	p, err := netip.ParsePrefix(f.FabricSubnet)
+	if err != nil || !p.Addr().Is4() || p.Bits() > 30 {
+		return "", fmt.Errorf("fabric_subnet %q: want an IPv4 prefix of /30 or wider", f.FabricSubnet)
+	}
+	b := p.Masked().Addr().As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	v |= 1<<(32-p.Bits()) - 2 // the broadcast address minus one
+	ip := netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+	for _, n := range f.Nodes {
+		if n.FabricIP == ip.String() {
+			return "", fmt.Errorf("fabric address %s is held by %s", ip, n.Name)
+		}
+	}
+	return ip.String(), nil
 }

@@ -37,7 +37,9 @@ import (
 //   - the legacy executor with the head started with no GPU (D8: its driver
 //     needs one there);
 //   - ray_address on a port of the head where no Ray answers (D21: vLLM
-//     would wait for a GCS that is not there).
+//     would wait for a GCS that is not there), and at an address on the
+//     fabric that no node holds, which neither the cluster planned here nor
+//     any Ray answers at (D21 too: never a "will serve").
 func TestAccVLLMDeployment_workerRulesRefusedAtPlan(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
@@ -69,6 +71,10 @@ func TestAccVLLMDeployment_workerRulesRefusedAtPlan(t *testing.T) {
 				"if ip link show fab1 >/dev/null 2>&1; then ip link set fab1 down && ip link set fab1 name "+workerFabric+" && ip link set "+workerFabric+" up; fi")
 		}
 	})
+	nowhere, err := l.UnheldFabricIP()
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := newRefusals(t, l)
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
@@ -122,6 +128,10 @@ func TestAccVLLMDeployment_workerRulesRefusedAtPlan(t *testing.T) {
 			resource.TestStep{
 				Config:      cluster + deploy{rayAddress: head.ExternalIP + ":6390"}.config(l),
 				ExpectError: regexp.MustCompile(`(?s)No Ray answers at ray_address.*` + regexp.QuoteMeta(head.ExternalIP+":6390")),
+			},
+			resource.TestStep{
+				Config:      cluster + deploy{rayAddress: nowhere + ":6379"}.config(l),
+				ExpectError: regexp.MustCompile(`(?s)No Ray answers at ray_address.*` + regexp.QuoteMeta(nowhere+":6379")),
 			},
 			resource.TestStep{
 				Config:      cluster + deploy{hostIP: head.FabricIP, moreArgs: []string{"--data-parallel-size", "2", "--data-parallel-backend", "ray"}}.config(l),
