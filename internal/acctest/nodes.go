@@ -33,6 +33,9 @@ const (
 	// RayStart is a `ray start` still running: it starts the daemons and
 	// exits, so one left over is a start that never finished.
 	RayStart Look = "pgrep -af '(^|/)ray start( |$)'"
+	// Listeners: every TCP socket listening on the node, sorted (a copy's
+	// receiver listens on a port of its own, like any server).
+	Listeners Look = "ss -Hltn | sort"
 )
 
 // RayDaemonsOf is RayDaemons of one user only: another user's Ray on the

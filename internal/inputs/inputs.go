@@ -367,3 +367,19 @@ func ServePort(port int64, rayAddress string) error {
 	}
 	return nil
 }
+
+// TargetAddress checks the address a spark_model target receives a copy on:
+// a literal IP the receiver binds, and one that names a single interface.
+// 0.0.0.0 or :: would bind every interface (the copy's port open on all of
+// them). Loopback is left to the plan (D22): it serves a target on the
+// source's own node, and no other.
+func TargetAddress(v string) error {
+	ip, err := netip.ParseAddr(v)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%q is not an IP address: give the target's literal IP the copy arrives on, e.g. its fabric address \"192.168.200.13\"", v)
+	case ip.IsUnspecified():
+		return fmt.Errorf("address = %q would make the target listen on every interface: give the one address the copy arrives on, e.g. its fabric address", v)
+	}
+	return nil
+}

@@ -98,6 +98,16 @@ func TestAddress(t *testing.T) {
 	})
 }
 
+func TestTargetAddress(t *testing.T) {
+	check(t, TargetAddress, map[string]string{
+		"192.168.200.13": "", "127.0.0.1": "", "fd00::13": "",
+		"0.0.0.0":      "every interface",
+		"::":           "every interface",
+		"localhost":    "not an IP address",
+		"spark2.local": "not an IP address",
+	})
+}
+
 func TestHostPort(t *testing.T) {
 	check(t, func(v string) error { _, err := HostPort(v); return err }, map[string]string{
 		"192.168.200.11:6379": "", "[fd00::1]:6379": "",

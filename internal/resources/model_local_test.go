@@ -3,6 +3,8 @@ package resources_test
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -184,4 +186,41 @@ func TestLocalModel_planRefusals(t *testing.T) {
 	if _, err := os.Stat(m.dst); !os.IsNotExist(err) {
 		t.Errorf("a refused plan made the target's directory (%v)", err)
 	}
+}
+
+// D22 on every plan: a target address this machine does not hold (in
+// TEST-NET-2; this machine's own are on TEST-NET-1) is refused on the create's plan, naming the target, the
+// address and the addresses it has, with nothing made on the target; and
+// after a copy, when nothing needs copying, the same address is still
+// refused (the state would record an address the next repair fails on).
+func TestLocalModel_targetAddressRefusedEveryPlan(t *testing.T) {
+	const notHere = "198.51.100.13"
+	if held, err := net.InterfaceAddrs(); err != nil || strings.Contains(fmt.Sprint(held), notHere+"/") {
+		t.Fatalf("this machine holds %s (%v): the test needs an address it does not", notHere, held)
+	}
+	m := newLocalModel(t)
+	ctx := context.Background()
+	elsewhere := func() map[string]any {
+		cfg := m.config()
+		cfg["targets"].(map[string]any)["spark2"].(map[string]any)["address"] = notHere
+		return cfg
+	}
+	want := diagnostic{summary: "The model's target address is not an address of the target", rule: "D22",
+		attr: attr("targets", "[spark2]", "address"), detail: []string{`targets["spark2"].address = "` + notHere + `"`, "holds no such address; its addresses:"}}
+	_, err := m.terraform().PlanNew(ctx, modelType, elsewhere())
+	expectDiagnostic(t, stepDiagnostics(t, err), want)
+	if _, err := os.Stat(m.dst); !os.IsNotExist(err) {
+		t.Errorf("a refused plan made the target's directory (%v)", err)
+	}
+
+	p, err := m.terraform().PlanNew(ctx, modelType, m.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := m.terraform().Apply(ctx, p)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	_, err = m.terraform().Plan(ctx, modelType, elsewhere(), st)
+	expectDiagnostic(t, stepDiagnostics(t, err), want)
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/lab-infra/terraform-provider-spark/internal/modelcopy"
 	"github.com/lab-infra/terraform-provider-spark/internal/modelfiles"
+	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
 )
 
@@ -172,6 +173,9 @@ func (r *modelResource) Create(ctx context.Context, req resource.CreateRequest, 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	mgr := r.manager(&m)
+	if r.checkReach(ctx, &m, &resp.Diagnostics); resp.Diagnostics.HasError() {
+		return
+	}
 	if r.fetch(ctx, mgr, req.Config, &m, &resp.Diagnostics); resp.Diagnostics.HasError() {
 		return
 	}
@@ -348,10 +352,44 @@ func (r *modelResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	planTargetPaths(&plan)
 	changed := planModelFiles(ctx, &plan, state)
 	planTargets(ctx, &plan, state, changed, &resp.Diagnostics)
+	if r.checkReach(ctx, &plan, &resp.Diagnostics); resp.Diagnostics.HasError() {
+		return
+	}
 	if r.recordPlanned(ctx, &plan, &resp.Diagnostics); resp.Diagnostics.HasError() {
 		return
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// checkReach runs the address rule (D22) on every target, on every plan
+// (a target that lacks nothing now still has its address in state for the
+// next repair): the target must hold its address, and the source reach it.
+// Skipped while a node or address is unknown; the apply checks it then.
+func (r *modelResource) checkReach(ctx context.Context, m *modelModel, diags *diag.Diagnostics) {
+	if r.pool == nil || m.Source == nil || m.Source.SSHHost.IsUnknown() || len(m.Targets) == 0 {
+		return
+	}
+	for _, t := range m.Targets {
+		if t.SSHHost.IsUnknown() || t.Address.IsUnknown() {
+			return
+		}
+	}
+	ctx, cancel := providerdata.WithReadDeadline(ctx)
+	defer cancel()
+	targets := m.targetNodes()
+	reach, err := r.manager(m).ReadReach(ctx, m.sourceNode(), targets)
+	if err != nil {
+		var found diag.Diagnostics
+		modelError(&found, "Cannot read the model's nodes", err)
+		diags.Append(withDestroyHint(found)...)
+		return
+	}
+	var found []preflight.Diagnostic
+	for _, t := range targets {
+		found = append(found, preflight.ModelTargetAddress(preflight.ModelTarget{Name: t.Name, SSHHost: t.Endpoint.Host,
+			Address: t.Address, Facts: reach.Targets[t.Name], SourceHost: m.Source.SSHHost.ValueString(), SourceRoute: reach.SourceRoute[t.Name]})...)
+	}
+	diags.Append(withDestroyHint(preflightDiags(found))...)
 }
 
 // recordPlanned tells the deployments planned after this model (they name
@@ -472,6 +510,9 @@ func (r *modelResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	mgr := r.manager(&plan)
+	if r.checkReach(ctx, &plan, &resp.Diagnostics); resp.Diagnostics.HasError() {
+		return
+	}
 	if r.removeOldCopies(ctx, mgr, &plan, &state, &resp.Diagnostics); resp.Diagnostics.HasError() {
 		return
 	}

@@ -194,18 +194,57 @@ printf 'hello\nworld\n' > tokenizer/vocab.txt`, m.src)
 }
 
 // The plan refuses a target address that is not an IP, naming it, before
-// anything runs.
+// anything runs (validate); and one that is an IP but not the target's
+// (the source's own fabric address, a copy-paste slip), on a plan where
+// nothing needs copying: the model is there already (D22), naming the
+// target, the address and the target's addresses. Nothing listens
+// afterwards on either node that did not before.
 func TestAccModel_badAddressRefused(t *testing.T) {
 	l := acctest.Lab(t)
-	cfg := model{src: "/tmp/nowhere", address: "spark2.fabric"}.config(l)
+	src, target := l.Nodes[0], l.Nodes[1]
+	base := "/tmp/spark-acc-address"
+	m := model{src: base + "/src", dst: base + "/dst"}
+	for _, n := range l.Nodes {
+		acctest.OnNode(t, n, "clear the model's directories", `rm -rf -- "$1"`, base)
+	}
+	acctest.OnNodeAs(t, src, l.SSHUser, "make a model", `mkdir -p "$1" && cd "$1" && head -c 4096 /dev/urandom > model.safetensors && echo '{}' > config.json`, m.src)
+	wrong := model{src: m.src, dst: m.dst, address: src.FabricIP}
+	var listening string
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
 		ProtoV6ProviderFactories: acctest.Factories,
-		Steps: []resource.TestStep{{
-			Config:      cfg,
-			PlanOnly:    true,
-			ExpectError: regexp.MustCompile(`(?s)Invalid address.*spark2\.fabric`),
-		}},
+		CheckDestroy: func(*terraform.State) error {
+			if got := sums(t, l, target, m.dst); got != "" {
+				return fmt.Errorf("the copies outlive the destroy:\n%s", got)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config:      model{src: "/tmp/nowhere", address: "spark2.fabric"}.config(l),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)Invalid address.*spark2\.fabric`),
+			},
+			{Config: m.config(l)},
+			{
+				PreConfig: func() { listening = acctest.Snapshot(t, l, acctest.Listeners) },
+				Config:    wrong.config(l),
+				PlanOnly:  true,
+				ExpectError: regexp.MustCompile(`(?s)The model's target address is not an address of the target.*` +
+					`targets\["` + target.Name + `"\]\.address\s+=\s+"` + regexp.QuoteMeta(src.FabricIP) + `".*` + regexp.QuoteMeta(target.FabricIP) + `.*D22`),
+			},
+			{
+				PreConfig: func() {
+					if now := acctest.Snapshot(t, l, acctest.Listeners); now != listening {
+						t.Fatalf("a refused plan left something listening.\nbefore:\n%s\nafter:\n%s", listening, now)
+					}
+				},
+				Config: m.config(l),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectEmptyPlan(),
+				}},
+			},
+		},
 	})
 }
 

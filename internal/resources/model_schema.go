@@ -21,7 +21,7 @@ import (
 // targetAddressValidator: the address a copy arrives on is an IP the
 // receiver binds.
 var targetAddressValidator = providerdata.Checked("Invalid address",
-	"the target's IP the copy arrives on, e.g. its fabric address", inputs.Address)
+	"the target's IP the copy arrives on, e.g. its fabric address", inputs.TargetAddress)
 
 func (r *modelResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	source := providerdata.NodeAccessResourceAttributes("The node that holds the model, or fetches it from the Hugging Face Hub.", " Changing it replaces the model.", true)
