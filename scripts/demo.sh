@@ -1,14 +1,30 @@
 #!/usr/bin/env bash
-# `make demo`: the field report on the lab, start to finish. Assumes
-# `make tools lab-up` ran (make demo does both).
+# `make demo`: the field report on the lab, start to finish: it brings the
+# lab up and builds Terraform first.
 #   1. plan the field report's mistake (VLLM_HOST_IP = the head's fabric address
 #      while Ray registers its external one) and show the plan's diagnostic;
 #   2. apply the fixed configuration: Ray cluster + real vLLM (CPU build), chat;
 #   3. the default executor with the same mistake: a warning, and it serves;
 #   4. a plan with no changes.
+# It leaves running: the lab (dockerd and its node containers), and on
+# them the demo's Ray cluster and vLLM server (`make demo-down` destroys
+# those; `make test-all` does it first, saying so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+
+# The lab and Terraform build side by side: on a new machine, downloads
+# and disk beside compiling.
+mkdir -p .lab .tools
+( bash scripts/tools.sh terraform >.lab/demo-tools.log 2>&1; echo $? >.lab/demo-tools.rc ) &
+tools_pid=$!
+make --no-print-directory lab-up
+wait "$tools_pid" || true
+if [ "$(cat .lab/demo-tools.rc 2>/dev/null)" != 0 ]; then
+  cat .lab/demo-tools.log >&2
+  echo "demo: building Terraform failed" >&2
+  exit 1
+fi
 # Use this build of the provider instead of a registry download.
 rc=$(bash scripts/dev-provider.sh)
 export TF_CLI_CONFIG_FILE="$rc" TF_IN_AUTOMATION=1

@@ -33,6 +33,17 @@ lab_wait() {
   [ "$(cat "$lab_log.rc" 2>/dev/null)" = 0 ]
 }
 phase lab-up         lab_wait
+# The README's first command, `make demo`, leaves its cluster and vLLM
+# server on the lab's nodes, holding the ports the tests start Ray on:
+# bring it down first, saying so.
+demo_up() {
+  [ -s examples/demo/terraform.tfstate ] &&
+    python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1])).get("resources") else 1)' examples/demo/terraform.tfstate
+}
+if demo_up; then
+  echo "=== the demo is up (examples/demo): bringing it down first (make demo-down), so the tests have the lab's nodes to themselves"
+  phase demo-down    make --no-print-directory demo-down
+fi
 phase unit           make --no-print-directory test
 phase lint           make --no-print-directory lint
 phase docs-check     make --no-print-directory docs-check

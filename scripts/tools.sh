@@ -67,6 +67,11 @@ build_goreleaser() {
 want=("$@")
 [ ${#want[@]} -gt 0 ] || want=(terraform tofu golangci-lint tfplugindocs goreleaser)
 for t in "${want[@]}"; do
+  # One build of a tool at a time: CI builds them all in the background
+  # while `make demo` builds Terraform; the second to come waits, then
+  # finds it built.
+  exec {lock}>"$bin/.$t.lock"
+  flock "$lock"
   case "$t" in
     terraform) build_terraform ;;
     tofu) build_tofu ;;
@@ -75,4 +80,5 @@ for t in "${want[@]}"; do
     goreleaser) build_goreleaser ;;
     *) echo "tools: unknown tool $t" >&2; exit 2 ;;
   esac
+  exec {lock}>&-
 done
