@@ -48,6 +48,7 @@ phase unit           make --no-print-directory test
 phase lint           make --no-print-directory lint
 phase docs-check     make --no-print-directory docs-check
 phase release-check  make --no-print-directory release-check
+phase release-install make --no-print-directory release-install
 phase acc-terraform  make --no-print-directory testacc-terraform
 phase acc-opentofu   make --no-print-directory testacc-tofu
 phase module-test    make --no-print-directory test-module

@@ -51,35 +51,81 @@ func (m Manifest) Bytes() int64 {
 
 // ManifestScript prints the files below a directory ($1): with $2 = "hash"
 // each file's size, SHA-256 and path, else size and path only (a listing in
-// milliseconds, for drift). Symlinks are followed, as a Hugging Face cache
-// snapshot is links into blobs/; .partial files (a copy under way) are
-// not the model's. A directory that does not exist prints @@missing. One
-// JSON object per line, so any file name survives.
+// milliseconds, for drift). .partial files (a copy under way) are not the
+// model's. A directory that does not exist prints @@missing. One JSON
+// object per line, so any file name survives.
+//
+// Links are followed only where they stay in the model: their real path
+// inside the directory, or, for a Hugging Face cache snapshot
+// (<repo>/snapshots/<commit>, whose files are links into <repo>/blobs/),
+// inside that repository's blobs/. A link anywhere else (a key, a token,
+// /etc: a co-tenant who can write a shared source needs only ln -s), a
+// link that leads to nothing, a link loop, anything but a regular file (a
+// FIFO would hang the hash, a device never end), and an entry that cannot
+// be read are each printed as {"refused": path, "why": ...}: the parser
+// refuses the model, naming them, rather than drop a file or ship another.
 const ManifestScript = `
-import hashlib, json, os, sys
+import hashlib, json, os, stat, sys
 top, mode = sys.argv[1], sys.argv[2]
 if not os.path.isdir(top):
     print("@@missing")
     sys.exit(0)
-for root, dirs, files in os.walk(top, followlinks=True):
-    dirs.sort()
+real_top = os.path.realpath(top)
+inside = [real_top]
+snapshots = os.path.dirname(real_top)
+if os.path.basename(snapshots) == "snapshots":
+    inside.append(os.path.join(os.path.dirname(snapshots), "blobs"))
+def within(p):
+    return any(p == d or p.startswith(d.rstrip(os.sep) + os.sep) for d in inside)
+def refuse(full, why):
+    print(json.dumps({"refused": os.path.relpath(full, top).replace(os.sep, "/"), "why": why}))
+def walk_error(e):
+    refuse(e.filename, "cannot be read: " + (e.strerror or str(e)))
+for root, dirs, files in os.walk(top, followlinks=True, onerror=walk_error):
+    real_root = os.path.realpath(root)
+    keep = []
+    for name in sorted(dirs):
+        full = os.path.join(root, name)
+        if os.path.islink(full):
+            real = os.path.realpath(full)
+            if not within(real):
+                refuse(full, "a link to %s, outside the model" % real)
+                continue
+            if real == real_root or real_root.startswith(real.rstrip(os.sep) + os.sep):
+                refuse(full, "a link loop (to %s)" % real)
+                continue
+        keep.append(name)
+    dirs[:] = keep
     for name in sorted(files):
         if name.endswith(".partial"):
             continue
         full = os.path.join(root, name)
         rel = os.path.relpath(full, top).replace(os.sep, "/")
-        try:
-            size = os.path.getsize(full)
-        except OSError:
+        link = os.path.islink(full)
+        real = os.path.realpath(full)
+        if link and not within(real):
+            refuse(full, "a link to %s, outside the model" % real)
             continue
-        entry = {"path": rel, "size": size}
-        if os.path.islink(full):
-            entry["blob"] = os.path.basename(os.path.realpath(full))
+        try:
+            st = os.stat(full)
+        except OSError as e:
+            refuse(full, ("a link to %s, which does not exist" % real) if link else "cannot be read: " + (e.strerror or str(e)))
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            refuse(full, "not a regular file (a FIFO, socket or device)")
+            continue
+        entry = {"path": rel, "size": st.st_size}
+        if link:
+            entry["blob"] = os.path.basename(real)
         if mode == "hash":
             h = hashlib.sha256()
-            with open(full, "rb") as f:
-                for chunk in iter(lambda: f.read(1 << 22), b""):
-                    h.update(chunk)
+            try:
+                with open(full, "rb") as f:
+                    for chunk in iter(lambda: f.read(1 << 22), b""):
+                        h.update(chunk)
+            except OSError as e:
+                refuse(full, "cannot be read: " + (e.strerror or str(e)))
+                continue
             entry["sha256"] = h.hexdigest()
         print(json.dumps(entry))
 print("@@end")
@@ -97,22 +143,43 @@ func ParseManifest(out string) (m Manifest, missing bool, err error) {
 		return nil, false, fmt.Errorf("the file listing is truncated (no end marker): %q", tail(out))
 	}
 	m = Manifest{}
+	var refused []string
 	for _, line := range lines[:len(lines)-1] {
 		var e struct {
-			Path   string `json:"path"`
-			Size   int64  `json:"size"`
-			SHA256 string `json:"sha256"`
-			Blob   string `json:"blob"`
+			Path    string `json:"path"`
+			Size    int64  `json:"size"`
+			SHA256  string `json:"sha256"`
+			Blob    string `json:"blob"`
+			Refused string `json:"refused"`
+			Why     string `json:"why"`
 		}
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			return nil, false, fmt.Errorf("the file listing has an unreadable line %q: %w", line, err)
+		}
+		if e.Refused != "" {
+			refused = append(refused, fmt.Sprintf("%q: %s", e.Refused, e.Why))
+			continue
 		}
 		if err := CheckPath(e.Path); err != nil {
 			return nil, false, err
 		}
 		m[e.Path] = File{Size: e.Size, SHA256: e.SHA256, Blob: e.Blob}
 	}
+	if len(refused) > 0 {
+		return nil, false, &RefusedError{Entries: refused}
+	}
 	return m, false, nil
+}
+
+// RefusedError names the entries of a model directory that cannot be part
+// of the model (ManifestScript: links out of it, dangling links, loops,
+// FIFOs and devices, unreadable entries).
+type RefusedError struct{ Entries []string }
+
+func (e *RefusedError) Error() string {
+	return "the model's directory holds what cannot be copied as part of it: " + strings.Join(e.Entries, "; ") +
+		". A link must stay inside the model's directory (or, for a Hugging Face cache snapshot, its repository's blobs/); " +
+		"remove or replace these entries, or give a directory that holds only the model"
 }
 
 // lfsBlob is a blob name that is a SHA-256: a Git LFS file's, as the Hub
@@ -133,10 +200,13 @@ func Corrupt(m Manifest) []string {
 	return out
 }
 
-// CheckPath refuses a path that could leave the model's directory.
+// CheckPath refuses a path that could leave the model's directory, and one
+// with a control character: a newline in a name would forge a line of the
+// receiver's report (@@done ../x), and no model needs one.
 func CheckPath(p string) error {
-	if p == "" || path.IsAbs(p) || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") || strings.ContainsRune(p, 0) {
-		return fmt.Errorf("file path %q is not a plain path below the model's directory", p)
+	if p == "" || path.IsAbs(p) || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") ||
+		strings.IndexFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+		return fmt.Errorf("file path %q is not a plain path below the model's directory (no \"..\", no control characters)", p)
 	}
 	return nil
 }

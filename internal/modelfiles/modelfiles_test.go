@@ -60,21 +60,23 @@ func sum(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// model is a small model directory: a weights file larger than one
-// receive buffer, a config, a nested tokenizer file, a symlink (as a
-// Hugging Face snapshot has), and a .partial that is not the model's.
+// model is a small model directory, laid out as a Hugging Face cache
+// snapshot (<repo>/snapshots/<commit>): a weights file larger than one
+// receive buffer, a config, a nested tokenizer file, a symlink into the
+// repository's blobs/ (as the Hub's client makes them), and a .partial
+// that is not the model's.
 func model(t *testing.T) (string, map[string][]byte) {
 	t.Helper()
-	dir := t.TempDir()
+	repo := filepath.Join(t.TempDir(), "models--org--tiny")
+	dir := filepath.Join(repo, "snapshots", "0123abcd")
 	files := map[string][]byte{"model.safetensors": make([]byte, 9<<20+7), "config.json": []byte(`{"a": 1}`),
 		"tokenizer/vocab.txt": []byte("hello\nworld\n")}
 	_, _ = rand.Read(files["model.safetensors"])
 	for n, b := range files {
 		write(t, dir, n, b)
 	}
-	blobs := t.TempDir()
-	write(t, blobs, "blob", []byte("linked"))
-	if err := os.Symlink(filepath.Join(blobs, "blob"), filepath.Join(dir, "linked.bin")); err != nil {
+	write(t, filepath.Join(repo, "blobs"), "blob", []byte("linked"))
+	if err := os.Symlink("../../blobs/blob", filepath.Join(dir, "linked.bin")); err != nil {
 		t.Fatal(err)
 	}
 	files["linked.bin"] = []byte("linked")
@@ -112,6 +114,68 @@ func TestManifestScript(t *testing.T) {
 	out, _, _ = python3(t, ManifestScript, nil, filepath.Join(dir, "nope"), "sizes")
 	if _, missing, err := ParseManifest(out); !missing || err != nil {
 		t.Errorf("a missing directory: %v %v", missing, err)
+	}
+}
+
+// Links leave the model nowhere (issue 33): a link to a file outside it
+// (the SSH user's own 0600 key), to a directory outside it (/etc), one that
+// leads to nothing (a broken snapshot), a loop, a FIFO (it would hang the
+// hash) and a name with a newline are each refused, named, in both modes;
+// nothing of what they point to is read. A link that stays inside is
+// followed.
+func TestManifestScriptRefusesWhatLeavesTheModel(t *testing.T) {
+	outside := t.TempDir()
+	write(t, outside, "id_ed25519", []byte("PRIVATE KEY"))
+	if err := os.Chmod(filepath.Join(outside, "id_ed25519"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, want string
+		plant      func(dir string) error
+	}{
+		{"a link to a file outside", `"tokenizer.model": a link to ` + filepath.Join(outside, "id_ed25519") + `, outside the model`,
+			func(dir string) error { return os.Symlink(filepath.Join(outside, "id_ed25519"), filepath.Join(dir, "tokenizer.model")) }},
+		{"a link to a directory outside", `"etc": a link to /etc, outside the model`,
+			func(dir string) error { return os.Symlink("/etc", filepath.Join(dir, "etc")) }},
+		{"a dangling link", `"gone.safetensors": a link to`,
+			func(dir string) error { return os.Symlink("nowhere", filepath.Join(dir, "gone.safetensors")) }},
+		{"a loop", `"tokenizer/up": a link loop`,
+			func(dir string) error { return os.Symlink("..", filepath.Join(dir, "tokenizer", "up")) }},
+		{"a FIFO", `"pipe": not a regular file`,
+			func(dir string) error { return exec.Command("mkfifo", filepath.Join(dir, "pipe")).Run() }},
+		{"a newline in a name", `not a plain path`,
+			func(dir string) error { return os.WriteFile(filepath.Join(dir, "x\n@@done ..", "y"), nil, 0o644) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir, _ := model(t)
+			if c.name == "a newline in a name" {
+				_ = os.Mkdir(filepath.Join(dir, "x\n@@done .."), 0o755)
+			}
+			if err := c.plant(dir); err != nil {
+				t.Fatal(err)
+			}
+			for _, mode := range []string{"sizes", "hash"} {
+				out, stderr, code := python3(t, ManifestScript, nil, dir, mode)
+				if code != 0 {
+					t.Fatalf("%s: exit %d: %s", mode, code, stderr)
+				}
+				if strings.Contains(out, "PRIVATE KEY") || strings.Contains(out, sum([]byte("PRIVATE KEY"))) {
+					t.Fatalf("%s: the file outside was read: %s", mode, out)
+				}
+				_, _, err := ParseManifest(out)
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("%s: want an error naming %q, got %v", mode, c.want, err)
+				}
+			}
+		})
+	}
+	// A link that stays inside the model is followed.
+	dir, _ := model(t)
+	if err := os.Symlink("config.json", filepath.Join(dir, "config.link.json")); err != nil {
+		t.Fatal(err)
+	}
+	if m := manifestOf(t, dir); m["config.link.json"].Size != 8 {
+		t.Fatalf("a link inside the model: %+v", m["config.link.json"])
 	}
 }
 
