@@ -294,19 +294,71 @@ def exact(c, n):
 `
 
 // ReceiveScript is the receiving end of a copy; its job on stdin, its
-// directory the job's (made if missing). It binds the job's address and
+// directory the job's (made if missing). It first checks the directory is
+// the SSH user's alone (exit 9, naming the directory and its owner, when
+// another user owns it or could write in it, or in the parent it is made
+// in, or put a link on the way: TrustScript, the same check the plan runs),
+// then opens it once and does everything relative to it, never following a
+// link: each file arrives in a .partial it created itself (exclusive
+// create, or one it created before, to resume: a regular file of its own),
+// and only that file is renamed into place. It binds the job's address and
 // port (exit 3 when it cannot: another program holds the port), prints
 // @@listening, and waits for a sender that proves the token (others are
 // dropped). It tells the sender how much of each file a .partial already
 // holds and receives the rest at the network's speed; then it hashes each
 // whole file and renames it into place only when its SHA-256 is the job's
-// (exit 5 when it is not, the .partial removed). @@done <path> per file,
-// @@timing <receive s> <verify s>, @@end when all are in place. Exit 8: a
-// file cannot be written (a full disk: the message names the file).
-// Exit 4: no sender came in time, or it stopped mid-file (the .partial
-// keeps what arrived).
-const ReceiveScript = copyPrelude + `
-os.makedirs(job["dir"], exist_ok=True)
+// (exit 5 when it is not, the .partial removed). @@done <path as JSON> per
+// file (a JSON string: no name can forge a line), @@timing <receive s>
+// <verify s>, @@end when all are in place. Exit 8: a file cannot be written
+// (a full disk: the message names the file). Exit 4: no sender came in
+// time, or it stopped mid-file (the .partial keeps what arrived).
+const ReceiveScript = copyPrelude + trustPython + `
+import errno, stat
+why = untrusted(job["dir"])
+if why:
+    fail(9, why)
+me = os.geteuid()
+def own_dir(fd, name):
+    """The subdirectory name of fd, made if missing, opened without following a link."""
+    try:
+        os.mkdir(name, 0o755, dir_fd=fd)
+    except FileExistsError:
+        pass
+    sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+    st = os.fstat(sub)
+    if st.st_uid != me or st.st_mode & 0o022:
+        fail(9, "%s/%s is not this user's alone (owner uid %d, mode %o)" % (job["dir"], name, st.st_uid, stat.S_IMODE(st.st_mode)))
+    return sub
+top = job["dir"].rstrip("/") or "/"
+made = []
+p = top
+while not os.path.isdir(p):
+    made.append(os.path.basename(p))
+    p = os.path.dirname(p)
+fd = os.open(p, os.O_RDONLY | os.O_DIRECTORY)
+for name in reversed(made):
+    fd = own_dir(fd, name)
+st = os.fstat(fd)
+if st.st_uid != me or st.st_mode & 0o022:
+    fail(9, "%s is not this user's alone (owner uid %d, mode %o)" % (top, st.st_uid, stat.S_IMODE(st.st_mode)))
+def place(rel):
+    """The directory fd that holds rel, and rel's last component."""
+    parts = rel.split("/")
+    d = fd
+    for name in parts[:-1]:
+        d = own_dir(d, name)
+    return d, parts[-1]
+def own_partial(d, name):
+    """The size of name.partial in d if it is a regular file of this user's,
+    else 0 (anything else there, a link too, is removed, never followed)."""
+    try:
+        st = os.stat(name + ".partial", dir_fd=d, follow_symlinks=False)
+    except FileNotFoundError:
+        return 0
+    if stat.S_ISREG(st.st_mode) and st.st_uid == me:
+        return st.st_size
+    os.unlink(name + ".partial", dir_fd=d)
+    return 0
 family = socket.AF_INET6 if ":" in job["address"] else socket.AF_INET
 s = socket.socket(family, socket.SOCK_STREAM)
 try:
@@ -336,15 +388,22 @@ while True:
 s.close()
 offsets = []
 for f in job["files"]:
-    part = os.path.join(job["dir"], f["path"]) + ".partial"
-    have = os.path.getsize(part) if os.path.isfile(part) else 0
+    try:
+        d, name = place(f["path"])
+        have = own_partial(d, name)
+    except OSError as e:
+        fail(8, "cannot write %s/%s: %s" % (top, f["path"], e.strerror or e))
     offsets.append(have if have <= f["size"] else 0)
 c.sendall((json.dumps(offsets) + "\n").encode())
 buf = bytearray(1 << 22)
 view = memoryview(buf)
 start = time.monotonic()
-def receive(part, f, off):
-    with open(part, "r+b" if off else "wb") as out:
+NOFOLLOW = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+def receive(d, name, f, off):
+    flags = os.O_WRONLY | NOFOLLOW | (0 if off else os.O_CREAT | os.O_EXCL)
+    if not off:
+        own_partial(d, name)
+    with os.fdopen(os.open(name + ".partial", flags, 0o644, dir_fd=d), "wb") as out:
         if off:
             out.seek(off)
             out.truncate()
@@ -359,29 +418,96 @@ def receive(part, f, off):
             out.write(view[:n])
             left -= n
 for f, off in zip(job["files"], offsets):
-    part = os.path.join(job["dir"], f["path"]) + ".partial"
     try:
-        os.makedirs(os.path.dirname(part), exist_ok=True)
-        receive(part, f, off)
+        d, name = place(f["path"])
+        receive(d, name, f, off)
     except OSError as e:
-        fail(8, "cannot write %s: %s" % (part, e.strerror or e))
+        fail(8, "cannot write %s/%s.partial: %s" % (top, f["path"], e.strerror or e))
 c.close()
 received = time.monotonic()
 for f in job["files"]:
-    final = os.path.join(job["dir"], f["path"])
-    part = final + ".partial"
+    d, name = place(f["path"])
     h = hashlib.sha256()
-    with open(part, "rb") as src:
+    with os.fdopen(os.open(name + ".partial", os.O_RDONLY | NOFOLLOW, dir_fd=d), "rb") as src:
         for chunk in iter(lambda: src.read(1 << 22), b""):
             h.update(chunk)
     if h.hexdigest() != f["sha256"]:
-        os.remove(part)
+        os.unlink(name + ".partial", dir_fd=d)
         fail(5, "%s arrived with SHA-256 %s, the manifest has %s" % (f["path"], h.hexdigest(), f["sha256"]))
-    os.replace(part, final)
-    print("@@done " + f["path"], flush=True)
+    os.replace(name + ".partial", name, src_dir_fd=d, dst_dir_fd=d)
+    print("@@done " + json.dumps(f["path"]), flush=True)
 print("@@timing %.3f %.3f" % (received - start, time.monotonic() - received))
 c.close()
 print("@@end")
+`
+
+// trustPython is untrusted(path), shared by ReceiveScript and TrustScript:
+// why the SSH user must not write the model into path, or None. Every
+// existing directory from / down to path, links followed, must be owned by
+// this user or root and writable by no one else, except an ancestor with
+// the sticky bit (as /tmp: others cannot move or delete what is not
+// theirs); a link on the way must be this user's or root's; and path itself,
+// when it exists, must be this user's (root's only for root). The first
+// directory made is made in the deepest that exists, so that one is the
+// parent checked. No model is written where another user could plant a link
+// for the receiver to write through, or swap the directory under it.
+const trustPython = `
+import os, pwd, stat
+def owner(uid):
+    try:
+        return "%s (uid %d)" % (pwd.getpwuid(uid).pw_name, uid)
+    except KeyError:
+        return "uid %d" % uid
+def untrusted(path):
+    me = os.geteuid()
+    todo = [c for c in os.path.abspath(path).split("/") if c]
+    cur, links = "/", 0
+    while True:
+        st = os.stat(cur)
+        last = not todo
+        what = ("the model's directory " if last else "its parent ") + cur
+        if st.st_uid not in (me, 0) or last and st.st_uid != me:
+            return "%s is owned by %s, not by this SSH user: %s" % (what, owner(st.st_uid),
+                "give a directory of your own." if last else "its owner could put links in it for this copy to write through. Give a directory of your own.")
+        if st.st_mode & 0o022 and (last or not st.st_mode & stat.S_ISVTX):
+            return ("%s is writable by other users (mode %o): they could put links in it for this copy to write through. "
+                    "Remove their write access (chmod go-w %s), or give a directory of your own.") % (what, stat.S_IMODE(st.st_mode), cur)
+        if last:
+            return None
+        c = todo.pop(0)
+        if c == ".":
+            continue
+        if c == "..":
+            cur = os.path.dirname(cur)
+            continue
+        nxt = os.path.join(cur, c)
+        try:
+            lst = os.lstat(nxt)
+        except FileNotFoundError:
+            return None  # made in cur, checked above
+        if stat.S_ISLNK(lst.st_mode):
+            if lst.st_uid not in (me, 0):
+                return "%s is a link owned by %s, another user: give the directory's real path." % (nxt, owner(lst.st_uid))
+            links += 1
+            if links > 40:
+                return "%s: too many levels of links" % path
+            target = os.readlink(nxt)
+            todo = [x for x in target.split("/") if x] + todo
+            if target.startswith("/"):
+                cur = "/"
+            continue
+        if not stat.S_ISDIR(lst.st_mode):
+            return "%s is not a directory" % nxt
+        cur = nxt
+`
+
+// TrustScript prints why the SSH user must not write a model into $1
+// (trustPython), or nothing: what the plan checks of each target (D23).
+const TrustScript = trustPython + `
+import sys
+why = untrusted(sys.argv[1])
+if why:
+    print(why)
 `
 
 // SendScript is the sending end of a copy; its job on stdin, its directory
@@ -493,10 +619,16 @@ func ParseFetch(out string) (dir, commit string, err error) {
 
 // Received reads ReceiveScript's output: the files it put in place, and
 // how long it took to receive them and then to verify them (seconds; 0
-// when it did not get that far).
+// when it did not get that far). A done line whose path is not a JSON
+// string naming a plain path below the directory is not counted: no file
+// name can add one (CheckPath).
 func Received(out string) (done []string, receive, verify float64) {
 	for _, line := range strings.Split(out, "\n") {
-		if p, ok := strings.CutPrefix(line, "@@done "); ok {
+		if q, ok := strings.CutPrefix(line, "@@done "); ok {
+			var p string
+			if json.Unmarshal([]byte(q), &p) != nil || CheckPath(p) != nil {
+				continue
+			}
 			done = append(done, p)
 		} else if t, ok := strings.CutPrefix(line, "@@timing "); ok {
 			_, _ = fmt.Sscanf(t, "%g %g", &receive, &verify)

@@ -219,6 +219,29 @@ func copyEnds(t *testing.T, job Job, src, dst string) (recv, send string, recvCo
 	return recv, send, recvCode, sendCode
 }
 
+// copyEndsLimited is copyEnds with the receiver's files limited to blocks
+// of 512 bytes (the shell's ulimit -f).
+func copyEndsLimited(t *testing.T, job Job, src, dst string, blocks int) (recv, send string, recvCode, sendCode int) {
+	t.Helper()
+	limited := fmt.Sprintf("import resource, sys\nresource.setrlimit(resource.RLIMIT_FSIZE, (%d, %d))\nexec(compile(%q, \"<receiver>\", \"exec\"))\n",
+		blocks*512, blocks*512, ReceiveScript)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		j := job
+		j.Dir = dst
+		var stderr string
+		recv, stderr, recvCode = python3(t, limited, j.Stdin())
+		recv += stderr
+	})
+	j := job
+	j.Dir = src
+	var stderr string
+	send, stderr, sendCode = python3(t, SendScript, j.Stdin())
+	send += stderr
+	wg.Wait()
+	return recv, send, recvCode, sendCode
+}
+
 func freePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -432,12 +455,11 @@ func TestCopyOntoAFullDisk(t *testing.T) {
 	src, _ := model(t)
 	m := manifestOf(t, src)
 	dst := t.TempDir()
-	if err := os.Symlink("/dev/full", filepath.Join(dst, "model.safetensors.partial")); err != nil {
-		t.Fatal(err)
-	}
 	job, _ := NewJob(m, []string{"config.json", "model.safetensors"}, "", "127.0.0.1", freePort(t), token(), 20)
-	recv, _, rc, _ := copyEnds(t, job, src, dst)
-	if rc != 8 || !strings.Contains(recv, "cannot write "+filepath.Join(dst, "model.safetensors.partial")+": No space left on device") {
+	// The receiver may write files of 64 KiB at most (RLIMIT_FSIZE: Python
+	// ignores SIGXFSZ, so a write past it fails as a full disk's does).
+	recv, _, rc, _ := copyEndsLimited(t, job, src, dst, 128)
+	if rc != 8 || !strings.Contains(recv, "cannot write "+filepath.Join(dst, "model.safetensors.partial")+": File too large") {
 		t.Fatalf("receiver exit %d: %s", rc, recv)
 	}
 	if _, err := os.Stat(filepath.Join(dst, "model.safetensors")); !os.IsNotExist(err) {
@@ -445,5 +467,105 @@ func TestCopyOntoAFullDisk(t *testing.T) {
 	}
 	if done, _, _ := Received(recv); len(done) != 0 {
 		t.Errorf("reported done: %v", done)
+	}
+}
+
+// A co-tenant's link where a .partial would be (issue 33, High 2: the
+// second user's config.json.partial -> the first user's file) is removed,
+// never written through or renamed into place: the victim keeps its bytes,
+// and the file lands whole, a regular file of the receiver's own.
+func TestReceiverNeverWritesThroughALink(t *testing.T) {
+	src, files := model(t)
+	m := manifestOf(t, src)
+	dst := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim.txt")
+	write(t, filepath.Dir(victim), "victim.txt", []byte(strings.Repeat("v", len(files["config.json"]))))
+	for _, n := range []string{"config.json.partial", "model.safetensors.partial"} {
+		if err := os.Symlink(victim, filepath.Join(dst, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job, _ := NewJob(m, []string{"config.json", "model.safetensors"}, "", "127.0.0.1", freePort(t), token(), 20)
+	recv, send, rc, sc := copyEnds(t, job, src, dst)
+	if rc != 0 || sc != 0 {
+		t.Fatalf("receiver %d: %s\nsender %d: %s", rc, recv, sc, send)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != strings.Repeat("v", len(files["config.json"])) {
+		t.Fatalf("the victim's file was written: %q", b)
+	}
+	for _, n := range []string{"config.json", "model.safetensors"} {
+		st, err := os.Lstat(filepath.Join(dst, n))
+		if err != nil || !st.Mode().IsRegular() {
+			t.Fatalf("%s: %v %v, want a regular file", n, st, err)
+		}
+		if got, _ := os.ReadFile(filepath.Join(dst, n)); !bytes.Equal(got, files[n]) {
+			t.Errorf("%s differs from the source", n)
+		}
+	}
+}
+
+// A target directory another user could write (mode 777, as the issue's
+// /tmp/shared-models/m), or one in a parent another user owns, is refused
+// before anything listens or is written (exit 9, naming it and the fix);
+// the same check, TrustScript, says so at plan. A parent with the sticky bit
+// (as /tmp) is fine.
+func TestReceiverRefusesADirectoryOthersCanWrite(t *testing.T) {
+	src, _ := model(t)
+	m := manifestOf(t, src)
+	shared := filepath.Join(t.TempDir(), "shared-models")
+	dst := filepath.Join(shared, "m")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dst, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	job, _ := NewJob(m, []string{"config.json"}, "", "127.0.0.1", freePort(t), token(), 2)
+	j := job
+	j.Dir = dst
+	out, stderr, rc := python3(t, ReceiveScript, j.Stdin())
+	if rc != 9 || !strings.Contains(stderr, "the model's directory "+dst+" is writable by other users (mode 777)") || strings.Contains(out, "@@listening") {
+		t.Fatalf("receiver exit %d: %s%s", rc, out, stderr)
+	}
+	if entries, _ := os.ReadDir(dst); len(entries) != 0 {
+		t.Errorf("wrote %v", entries)
+	}
+	plan, _, _ := python3(t, TrustScript, nil, dst)
+	if !strings.Contains(plan, "writable by other users (mode 777)") {
+		t.Errorf("TrustScript: %q", plan)
+	}
+	// Made in a parent others can write, without the sticky bit.
+	if err := os.Chmod(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if plan, _, _ := python3(t, TrustScript, nil, filepath.Join(dst, "new")); !strings.Contains(plan, "its parent "+shared+" is writable by other users") {
+		t.Errorf("TrustScript, parent others can write: %q", plan)
+	}
+	if err := os.Chmod(shared, os.ModeSticky|0o777); err != nil {
+		t.Fatal(err)
+	}
+	if plan, _, _ := python3(t, TrustScript, nil, filepath.Join(shared, "new")); plan != "" {
+		t.Errorf("TrustScript, a sticky parent: %q", plan)
+	}
+	if os.Geteuid() == 0 {
+		// Owned by another user (root can make it so).
+		if err := os.Chown(dst, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if plan, _, _ := python3(t, TrustScript, nil, dst); !strings.Contains(plan, "is owned by") || !strings.Contains(plan, "65534") {
+			t.Errorf("TrustScript, another user's directory: %q", plan)
+		}
+	}
+}
+
+// A done line is read as JSON and must name a plain path: a file name
+// cannot forge one (it was "@@done ../x" from a name with a newline).
+func TestReceivedReadsOnlyPlainPaths(t *testing.T) {
+	done, _, _ := Received("@@done \"config.json\"\n@@done ../x\n@@done \"../x\"\n@@done \"a\\n@@done b\"\n@@end\n")
+	if !slices.Equal(done, []string{"config.json"}) {
+		t.Fatalf("done = %q", done)
 	}
 }
