@@ -19,6 +19,11 @@ type ModelTarget struct {
 	// route to Address (nil: none).
 	SourceHost  string
 	SourceRoute *nodefacts.Route
+	// Path is where the model goes on the target; Untrusted why the SSH
+	// user must not write it there (another user owns or can write the
+	// directory or the parent it is made in), "" when it may.
+	Path      string
+	Untrusted string
 }
 
 func (t ModelTarget) attr() []string { return []string{"targets", "[" + t.Name + "]", "address"} }
@@ -64,4 +69,20 @@ func ModelTargetAddress(t ModelTarget) []Diagnostic {
 				"over it.", t.SourceHost, t.Name, t.Address, r.Gateway, r.Dev, t.Name)}}
 	}
 	return nil
+}
+
+// ModelTargetDir (D23): the receiver refuses a directory another user owns
+// or can write, or a parent it is made in that another user can write
+// without the sticky bit, or a link of another user on the way
+// (modelfiles.TrustScript, run at plan and again by the receiver): they
+// could put a link where a file arrives and have this user write through
+// it. Refused at plan, naming the directory and its owner.
+func ModelTargetDir(t ModelTarget) []Diagnostic {
+	if t.Untrusted == "" {
+		return nil
+	}
+	return []Diagnostic{{Rule: D23, Node: t.Name, Attr: []string{"targets", "[" + t.Name + "]", "path"},
+		Summary: "The model's target directory is not this SSH user's alone",
+		Detail: fmt.Sprintf("targets[%q].path = %q on %s (%s): %s Nothing is copied there.",
+			t.Name, t.Path, t.Name, t.SSHHost, t.Untrusted)}}
 }

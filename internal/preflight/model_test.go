@@ -42,3 +42,16 @@ func TestModelTargetAddress(t *testing.T) {
 		t.Fatalf("loopback on the source's own node refused: %s", allSummaries(found))
 	}
 }
+
+func TestModelTargetDir(t *testing.T) {
+	m := modelTarget()
+	m.Path = "/tmp/shared-models/m"
+	if found := ModelTargetDir(m); len(found) != 0 {
+		t.Fatalf("a directory of the user's own refused: %s", allSummaries(found))
+	}
+	m.Untrusted = "the model's directory /tmp/shared-models/m is owned by ops2 (uid 1001), not by this SSH user: give a directory of your own."
+	one(t, ModelTargetDir(m), `targets["spark2"].path = "/tmp/shared-models/m"`, "ops2 (uid 1001)", "10.1.230.181")
+	if d := ModelTargetDir(m)[0]; d.Warning || d.Rule != D23 || strings.Join(d.Attr, ".") != "targets.[spark2].path" {
+		t.Fatalf("want a D23 error on targets[spark2].path: %+v", d)
+	}
+}

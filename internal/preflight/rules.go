@@ -7,7 +7,7 @@ package preflight
 // and the user sees it at the end of the diagnostic's detail.
 type Rule string
 
-// The catalogue. D1-D13 are the design's; D14-D22 were added with the checks.
+// The catalogue. D1-D13 are the design's; D14-D23 were added with the checks.
 const (
 	D1  Rule = "D1"
 	D2  Rule = "D2"
@@ -31,6 +31,7 @@ const (
 	D20 Rule = "D20"
 	D21 Rule = "D21"
 	D22 Rule = "D22"
+	D23 Rule = "D23"
 )
 
 // Rules is the catalogue in order: each code with what it refuses.
@@ -60,6 +61,7 @@ var Rules = []struct {
 	{D20, "the model's files (a local path, or a Hugging Face snapshot used with `HF_HUB_OFFLINE=1`) are missing on the head, or missing or of another size on a node that will host a vLLM worker"},
 	{D21, "`ray_address` is not a Ray that answers, or not the one whose head is the deployment's head"},
 	{D22, "a `spark_model` target's `address` is not an address of that target, or the source node has no route to it (checked on every plan, whether or not anything needs copying)"},
+	{D23, "a `spark_model` target's directory is owned or writable by another user, or made in a parent another user can write (without the sticky bit), or reached through another user's link"},
 }
 
 // Cite is what a diagnostic's detail ends with: its code, and where the

@@ -224,3 +224,22 @@ func TestLocalModel_targetAddressRefusedEveryPlan(t *testing.T) {
 	_, err = m.terraform().Plan(ctx, modelType, elsewhere(), st)
 	expectDiagnostic(t, stepDiagnostics(t, err), want)
 }
+
+// D23 at plan: a target directory others can write (the issue's
+// /tmp/shared-models/m, mode 777) is refused naming it, before anything is
+// copied there.
+func TestLocalModel_targetDirectoryOthersCanWriteRefused(t *testing.T) {
+	m := newLocalModel(t)
+	if err := os.MkdirAll(m.dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(m.dst, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	_, err := m.terraform().PlanNew(context.Background(), modelType, m.config())
+	expectDiagnostic(t, stepDiagnostics(t, err), diagnostic{summary: "The model's target directory is not this SSH user's alone", rule: "D23",
+		attr: attr("targets", "[spark2]", "path"), detail: []string{m.dst + " is writable by other users (mode 777)", "chmod go-w"}})
+	if entries, _ := os.ReadDir(m.dst); len(entries) != 0 {
+		t.Errorf("a refused plan wrote %v", entries)
+	}
+}

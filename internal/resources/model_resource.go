@@ -361,9 +361,11 @@ func (r *modelResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
-// checkReach runs the address rule (D22) on every target, on every plan
-// (a target that lacks nothing now still has its address in state for the
-// next repair): the target must hold its address, and the source reach it.
+// checkReach runs the target rules on every target, on every plan (a
+// target that lacks nothing now still has its address and directory in
+// state for the next repair): the target must hold its address and the
+// source reach it (D22), and its directory must be the SSH user's alone
+// (D23).
 // Skipped while a node or address is unknown; the apply checks it then.
 func (r *modelResource) checkReach(ctx context.Context, m *modelModel, diags *diag.Diagnostics) {
 	if r.pool == nil || m.Source == nil || m.Source.SSHHost.IsUnknown() || len(m.Targets) == 0 {
@@ -386,8 +388,10 @@ func (r *modelResource) checkReach(ctx context.Context, m *modelModel, diags *di
 	}
 	var found []preflight.Diagnostic
 	for _, t := range targets {
-		found = append(found, preflight.ModelTargetAddress(preflight.ModelTarget{Name: t.Name, SSHHost: t.Endpoint.Host,
-			Address: t.Address, Facts: reach.Targets[t.Name], SourceHost: m.Source.SSHHost.ValueString(), SourceRoute: reach.SourceRoute[t.Name]})...)
+		mt := preflight.ModelTarget{Name: t.Name, SSHHost: t.Endpoint.Host, Address: t.Address, Facts: reach.Targets[t.Name],
+			SourceHost: m.Source.SSHHost.ValueString(), SourceRoute: reach.SourceRoute[t.Name], Path: t.Path, Untrusted: reach.Untrusted[t.Name]}
+		found = append(found, preflight.ModelTargetAddress(mt)...)
+		found = append(found, preflight.ModelTargetDir(mt)...)
 	}
 	diags.Append(withDestroyHint(preflightDiags(found))...)
 }
