@@ -134,7 +134,9 @@ func TestManifestScriptRefusesWhatLeavesTheModel(t *testing.T) {
 		plant      func(dir string) error
 	}{
 		{"a link to a file outside", `"tokenizer.model": a link to ` + filepath.Join(outside, "id_ed25519") + `, outside the model`,
-			func(dir string) error { return os.Symlink(filepath.Join(outside, "id_ed25519"), filepath.Join(dir, "tokenizer.model")) }},
+			func(dir string) error {
+				return os.Symlink(filepath.Join(outside, "id_ed25519"), filepath.Join(dir, "tokenizer.model"))
+			}},
 		{"a link to a directory outside", `"etc": a link to /etc, outside the model`,
 			func(dir string) error { return os.Symlink("/etc", filepath.Join(dir, "etc")) }},
 		{"a dangling link", `"gone.safetensors": a link to`,
