@@ -135,10 +135,13 @@ func StopArgv(gcsAddr string, gcsPort int, head bool) []string {
 // the head, $4 grace period in seconds.
 const StopScript = `a=$1 port=$2 head=$3 grace=$4
 self=$(ps -o sid= -p $$ | tr -d ' ')
-# ours: the pids whose command line names this cluster. Zombies and kernel
-# threads have an empty command line and never match.
+# ours: the pids of this SSH user whose command line names this cluster.
+# Zombies and kernel threads have an empty command line and never match;
+# another user's processes never do, whatever they name (a co-tenant's
+# decoy would fail the stop, or, run as root, be killed).
 ours() {
   for d in /proc/[0-9]*; do
+    [ -O "$d" ] || continue
     c=$(tr '\0' ' ' < "$d/cmdline" 2>/dev/null) || continue
     case " $c" in
       *"-address=$a "*|*" start --address $a "*) echo "${d#/proc/}" ;;
@@ -161,7 +164,7 @@ targets() {
   s=$(echo $(sessions "$m"))
   { echo "$m"
     [ -n "$s" ] && ps -eo pid=,sid= | while read -r p sid; do
-      case " $s " in *" $sid "*) [ -n "$(tr -d '\0' < "/proc/$p/cmdline" 2>/dev/null)" ] && echo "$p" ;; esac
+      case " $s " in *" $sid "*) [ -O "/proc/$p" ] && [ -n "$(tr -d '\0' < "/proc/$p/cmdline" 2>/dev/null)" ] && echo "$p" ;; esac
     done
   } | grep -v -x -e '' -e "$$" | sort -u
 }

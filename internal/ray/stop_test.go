@@ -137,3 +137,34 @@ func TestStopScriptNothingToStop(t *testing.T) {
 		}
 	}
 }
+
+// A co-tenant's process that names this cluster's GCS address (a decoy) is
+// not this SSH user's: the stop neither fails on it nor, run as root,
+// kills it (issue 33). The decoy runs as nobody; only root can start it so.
+func TestStopScriptLeavesAnotherUsersDecoy(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI runs as root: this test starts a process as another user")
+		}
+		t.Skip("starting a process as another user needs root")
+	}
+	mine := "10.77.0.1:46379"
+	tag := os.Getpid()
+	cmd := exec.Command("/bin/sh", "-c", fmt.Sprintf("sleep 320.%d & wait", tag), "raylet", "--gcs-address="+mine)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	decoy := cmd.Process.Pid
+	go func() { _ = cmd.Wait() }()
+	t.Cleanup(func() { _ = syscall.Kill(-decoy, syscall.SIGKILL) })
+	raylet := fakeProc(t, nil, fmt.Sprintf("sleep 321.%d & wait", tag), "raylet", "--gcs-address="+mine)
+	stop(t, mine, true)
+	time.Sleep(100 * time.Millisecond)
+	if !alive(decoy) {
+		t.Error("the stop killed another user's process")
+	}
+	if alive(raylet) {
+		t.Error("the stop left this user's raylet")
+	}
+}
