@@ -28,8 +28,18 @@ import (
 // a file of its own ($lock.holder.<uid>) naming its process (pid and start
 // time); a refused operation shows a note only when the kernel agrees: the
 // file belongs to that uid, and that process is alive and is that uid's.
+//
+// Nothing here follows a link another user planted (the kernel's
+// fs.protected_symlinks may be off): the lock file and the note are created
+// with noclobber (O_EXCL: a link in their place, even one to nothing, makes
+// the create fail instead of writing through it), and the lock is opened
+// only when it is a regular file (a FIFO there would hang every apply).
 const LockScript = `lock="${TMPDIR:-/tmp}/terraform-provider-spark.lock"
-[ -e "$lock" ] || ( umask 022; : >>"$lock" ) 2>/dev/null
+[ -e "$lock" ] || [ -L "$lock" ] || ( set -C; umask 022; : >"$lock" ) 2>/dev/null
+if [ -L "$lock" ] || [ ! -f "$lock" ]; then
+  echo "the node lock $lock is not a regular file: $(ls -ln "$lock" 2>&1). Its owner, or root, can remove it" >&2
+  exit 74
+fi
 if ! exec 9<"$lock"; then
   echo "cannot open the node lock $lock: $(ls -ln "$lock" 2>&1). It must be readable by every user of the node (0644); its owner can fix it, or root can remove it" >&2
   exit 74
@@ -49,7 +59,8 @@ if ! flock -n 9; then
   exit 73
 fi
 note="$lock.holder.$(id -u)"
-printf 'pid %s %s\n%s\n' "$$" "$(started $$)" "$1" > "$note" 2>/dev/null || true
+rm -f "$note" 2>/dev/null
+( set -C; printf 'pid %s %s\n%s\n' "$$" "$(started $$)" "$1" > "$note" ) 2>/dev/null || true
 echo locked
 cat >/dev/null
 rm -f "$note"`

@@ -87,7 +87,7 @@ func TestLockScriptUsesAnotherUsersLockFile(t *testing.T) {
 		t.Skip("needs root to give the lock file to another user")
 	}
 	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o1777); err != nil {
+	if err := os.Chmod(dir, os.ModeSticky|0o777); err != nil {
 		t.Fatal(err)
 	}
 	lock := filepath.Join(dir, "terraform-provider-spark.lock")
@@ -120,5 +120,52 @@ func TestLockOrder(t *testing.T) {
 		if got[i].Host != want[i].Host || got[i].Port != want[i].Port {
 			t.Fatalf("lock order %v, want %v", got, want)
 		}
+	}
+}
+
+// Links planted in the lock's place are never written through (issue 33:
+// a co-tenant's holder.<uid> -> the victim's ~/.ssh/authorized_keys was
+// overwritten by the victim's next apply): the note is not written, the
+// victim's file keeps its bytes, a link to nothing creates nothing, and a
+// lock that is not a regular file (a FIFO would hang every apply) is
+// refused naming it.
+func TestLockScriptNeverFollowsAPlantedLink(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "authorized_keys")
+	if err := os.WriteFile(victim, []byte("ssh-ed25519 AAAA victim\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	me, _ := user.Current()
+	if err := os.Symlink(victim, filepath.Join(dir, "terraform-provider-spark.lock.holder."+me.Uid)); err != nil {
+		t.Fatal(err)
+	}
+	nowhere := filepath.Join(t.TempDir(), "created-through-a-link")
+	if err := os.Symlink(nowhere, filepath.Join(dir, "terraform-provider-spark.lock")); err != nil {
+		t.Fatal(err)
+	}
+	_, msg := startLock(t, dir, "apply A (test)")
+	if !strings.Contains(msg, "is not a regular file") {
+		t.Errorf("a lock that is a link: %q", msg)
+	}
+	if _, err := os.Lstat(nowhere); !os.IsNotExist(err) {
+		t.Errorf("the lock was created through a link: %v", err)
+	}
+	if err := os.Remove(filepath.Join(dir, "terraform-provider-spark.lock")); err != nil {
+		t.Fatal(err)
+	}
+	release, msg := startLock(t, dir, "apply A (test)")
+	if msg != "" {
+		t.Fatalf("lock: %s", msg)
+	}
+	release()
+	if b, _ := os.ReadFile(victim); string(b) != "ssh-ed25519 AAAA victim\n" {
+		t.Fatalf("the note was written through the link: %q", b)
+	}
+	fifo := filepath.Join(t.TempDir(), "terraform-provider-spark.lock")
+	if err := exec.Command("mkfifo", fifo).Run(); err != nil {
+		t.Fatal(err)
+	}
+	if _, msg := startLock(t, filepath.Dir(fifo), "apply A (test)"); !strings.Contains(msg, "is not a regular file") {
+		t.Errorf("a FIFO lock: %q", msg)
 	}
 }
