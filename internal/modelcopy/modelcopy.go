@@ -134,8 +134,8 @@ func (m *Manager) placeOne(ctx context.Context, src Node, man modelfiles.Manifes
 }
 
 // copy runs one copy's two ends side by side: the receiver on t, the
-// sender on src. A port another program holds (the receiver's exit 3) is
-// tried again on another port, twice.
+// sender on src. A port another program holds, or where no receiver proved
+// the token (anotherPort), is tried again on another port, twice.
 func (m *Manager) copy(ctx context.Context, src Node, man modelfiles.Manifest, t Node, files []string) ([]string, error) {
 	recvConn, err := m.Pool.Get(ctx, t.Endpoint)
 	if err != nil {
@@ -155,15 +155,34 @@ func (m *Manager) copy(ctx context.Context, src Node, man modelfiles.Manifest, t
 		if err != nil {
 			return nil, err
 		}
-		done, err := m.run(ctx, recvConn, sendConn, job, src.Path)
-		var te *transport.Error
-		if errors.As(err, &te) && te.ExitStatus == 3 {
+		done, err := m.runTogether(ctx, recvConn, sendConn, job, src.Path)
+		if anotherPort(err) {
 			lastErr = err
 			continue
 		}
 		return done, err
 	}
 	return nil, lastErr
+}
+
+// anotherPort: the attempt failed on its port, not on the model: another
+// program holds it (the receiver's exit 3), or what answered there did not
+// prove the token in time (the sender's exit 6: a squatter, or a receiver
+// held up past the handshake's deadline). The copy is tried again on
+// another port.
+func anotherPort(err error) bool {
+	var te *transport.Error
+	return errors.As(err, &te) && (te.ExitStatus == 3 || te.ExitStatus == 6)
+}
+
+// runTogether is run with both ends' max_parallel slots taken at once.
+func (m *Manager) runTogether(ctx context.Context, recvConn, sendConn *transport.Conn, job modelfiles.Job, srcDir string) ([]string, error) {
+	ctx, release, err := m.Pool.TakeSlots(ctx, 2)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return m.run(ctx, recvConn, sendConn, job, srcDir)
 }
 
 // run is one attempt: both ends side by side. The first to fail stops the

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -22,6 +23,13 @@ import (
 // a target directory: the copy runs its real scripts, over 127.0.0.1.
 func fixture(t *testing.T) (*Manager, Node, Node) {
 	t.Helper()
+	return fixtureWith(t, transport.Config{})
+}
+
+// fixtureWith is fixture with a pool made from cfg (its user and key are
+// the fixture's).
+func fixtureWith(t *testing.T, cfg transport.Config) (*Manager, Node, Node) {
+	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal("python3 is not on PATH")
@@ -30,7 +38,8 @@ func fixture(t *testing.T) (*Manager, Node, Node) {
 	}
 	key := sshtest.NewKey(t)
 	srv := sshtest.New(t, key.Signer.PublicKey())
-	pool, err := transport.NewPool(transport.Config{User: "test", PrivateKey: key.PEM, KnownHostsFile: os.DevNull})
+	cfg.User, cfg.PrivateKey, cfg.KnownHostsFile = "test", key.PEM, os.DevNull
+	pool, err := transport.NewPool(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,4 +165,23 @@ func sameFiles(a, b modelfiles.Manifest) bool {
 		}
 	}
 	return true
+}
+
+// max_parallel = 1: a copy's two ends run in one slot taken for both (each
+// taking its own, the receiver held the only slot while the sender waited
+// for it, and every copy failed after the receiver's wait).
+func TestPlaceWithOneSlot(t *testing.T) {
+	m, src, dst := fixtureWith(t, transport.Config{MaxParallel: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	man, _, err := m.Read(ctx, src, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Place(ctx, src, man, []Node{dst}); err != nil {
+		t.Fatalf("a copy with max_parallel = 1: %v", err)
+	}
+	if got, _, _ := m.Read(ctx, dst, true); !sameFiles(got, man) {
+		t.Fatal("the target differs from the source")
+	}
 }

@@ -283,6 +283,8 @@ token = bytes.fromhex(job["token"])
 def fail(code, msg):
     print(msg, file=sys.stderr)
     sys.exit(code)
+# A handshake is three short messages: seconds, or someone else is there.
+HANDSHAKE = 10
 def exact(c, n):
     b = bytearray()
     while len(b) < n:
@@ -365,27 +367,44 @@ try:
     s.bind((job["address"], job["port"]))
 except OSError as e:
     fail(3, "cannot listen on %s port %d: %s" % (job["address"], job["port"], e))
-s.listen(4)
-s.settimeout(job["wait"])
+s.listen(16)
 print("@@listening", flush=True)
-while True:
-    try:
-        c, peer = s.accept()
-    except socket.timeout:
-        fail(4, "no sender connected to %s port %d within %d s" % (job["address"], job["port"], job["wait"]))
-    c.settimeout(60)
+# Each connection proves the token in a thread of its own, under a
+# deadline: one that connects and says nothing (anyone on the node or the
+# fabric can) neither holds up the sender's nor keeps the receiver past it.
+import threading
+chosen, lock = [], threading.Lock()
+won = threading.Event()
+def handshake(c):
+    c.settimeout(HANDSHAKE)
     try:
         mine = os.urandom(16)
         c.sendall(mine)
         theirs = exact(c, 48)
         want = hmac.new(token, b"send" + mine + theirs[:16], hashlib.sha256).digest()
         if hmac.compare_digest(theirs[16:], want):
-            c.sendall(hmac.new(token, b"recv" + theirs[:16] + mine, hashlib.sha256).digest())
-            break
+            with lock:
+                if not chosen:
+                    c.sendall(hmac.new(token, b"recv" + theirs[:16] + mine, hashlib.sha256).digest())
+                    chosen.append(c)
+                    won.set()
+                    return
     except (OSError, ConnectionError):
         pass
     c.close()
+deadline = time.monotonic() + job["wait"]
+s.settimeout(0.2)
+while not won.is_set():
+    if time.monotonic() > deadline:
+        fail(4, "no sender proved the token on %s port %d within %d s" % (job["address"], job["port"], job["wait"]))
+    try:
+        c, peer = s.accept()
+    except socket.timeout:
+        continue
+    threading.Thread(target=handshake, args=(c,), daemon=True).start()
 s.close()
+c = chosen[0]
+c.settimeout(60)
 offsets = []
 for f in job["files"]:
     try:
@@ -530,7 +549,7 @@ while True:
         if time.monotonic() > deadline:
             fail(4, "cannot reach the receiver at %s port %d: %s" % (job["address"], job["port"], e))
         time.sleep(0.2)
-c.settimeout(60)
+c.settimeout(HANDSHAKE)
 try:
     theirs = exact(c, 16)
     mine = os.urandom(16)
@@ -540,6 +559,7 @@ except (OSError, ConnectionError) as e:
     fail(6, "%s port %d is not this copy's receiver: %s" % (job["address"], job["port"], e))
 if not hmac.compare_digest(proof, hmac.new(token, b"recv" + mine + theirs, hashlib.sha256).digest()):
     fail(6, "%s port %d is not this copy's receiver: it did not prove the token" % (job["address"], job["port"]))
+c.settimeout(60)
 line = b""
 while not line.endswith(b"\n"):
     part = c.recv(65536)

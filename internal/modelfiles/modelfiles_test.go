@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -569,5 +570,45 @@ func TestReceivedReadsOnlyPlainPaths(t *testing.T) {
 	done, _, _ := Received("@@done \"config.json\"\n@@done ../x\n@@done \"../x\"\n@@done \"a\\n@@done b\"\n@@end\n")
 	if !slices.Equal(done, []string{"config.json"}) {
 		t.Fatalf("done = %q", done)
+	}
+}
+
+// One idle connection to the receiver's port (any local user, or a fabric
+// host, can make one) does not hold up the copy: each connection proves
+// the token in a thread of its own under a deadline (issue 33). The old
+// receiver took connections one at a time, and the sender, queued behind
+// the idle one, gave up (exit 6).
+func TestReceiverIsNotStalledByAnIdleConnection(t *testing.T) {
+	src, files := model(t)
+	m := manifestOf(t, src)
+	dst := t.TempDir()
+	port := freePort(t)
+	job, _ := NewJob(m, []string{"config.json"}, dst, "127.0.0.1", port, token(), 30)
+	recv := exec.Command("python3", "-c", ReceiveScript)
+	recv.Stdin = bytes.NewReader(job.Stdin())
+	stdout, _ := recv.StdoutPipe()
+	var stderr bytes.Buffer
+	recv.Stderr = &stderr
+	if err := recv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := make([]byte, 12)
+	if _, err := io.ReadFull(stdout, line); err != nil || string(line) != "@@listening\n" {
+		t.Fatalf("receiver: %q %v %s", line, err, stderr.String())
+	}
+	idle, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	send := job
+	send.Dir = src
+	out, serr, code := python3(t, SendScript, send.Stdin())
+	rest, _ := io.ReadAll(stdout)
+	if err := recv.Wait(); err != nil || code != 0 {
+		t.Fatalf("receiver %v: %s%s\nsender %d: %s%s", err, rest, stderr.String(), code, out, serr)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dst, "config.json")); !bytes.Equal(got, files["config.json"]) {
+		t.Fatal("config.json did not arrive")
 	}
 }

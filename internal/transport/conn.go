@@ -121,6 +121,9 @@ type Result struct {
 }
 
 func (c *Conn) acquire(ctx context.Context) (func(), error) {
+	if held, _ := ctx.Value(slotsKey{}).(*Pool); held == c.pool {
+		return c.acquireSession(ctx) // its slot was taken with TakeSlots
+	}
 	select {
 	case c.pool.parallel <- struct{}{}:
 	case <-ctx.Done():

@@ -62,6 +62,9 @@ type Pool struct {
 
 	mu    sync.Mutex
 	conns map[string]*dialing
+	// pairs: one TakeSlots at a time takes its slots, so two of them never
+	// each hold one and wait for another.
+	pairs sync.Mutex
 
 	handshakes atomic.Int64
 }
@@ -455,4 +458,35 @@ func (p *Pool) connect(ctx context.Context, e Endpoint, pinned ssh.PublicKey) (*
 	}
 	p.handshakes.Add(1)
 	return newConn(p, e.addr(), ssh.NewClient(cc, chans, reqs), seen), nil
+}
+
+// slotsKey marks a context whose commands run in slots TakeSlots took.
+type slotsKey struct{}
+
+// TakeSlots takes n of the max_parallel slots at once (fewer when the pool
+// has fewer: max_parallel = 1 gives 1) for commands that only work side by
+// side, such as the two ends of a model copy: taken one by one, each end
+// could hold a slot while the other waits for one that never frees (with
+// max_parallel = 1 every copy did). Commands run with the returned context
+// use these slots, not slots of their own; release gives them back.
+func (p *Pool) TakeSlots(ctx context.Context, n int) (context.Context, func(), error) {
+	n = min(n, cap(p.parallel))
+	p.pairs.Lock()
+	defer p.pairs.Unlock()
+	taken := 0
+	release := func() {
+		for range taken {
+			<-p.parallel
+		}
+	}
+	for taken < n {
+		select {
+		case p.parallel <- struct{}{}:
+			taken++
+		case <-ctx.Done():
+			release()
+			return nil, nil, context.Cause(ctx)
+		}
+	}
+	return context.WithValue(ctx, slotsKey{}, p), release, nil
 }
