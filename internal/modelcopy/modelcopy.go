@@ -230,6 +230,13 @@ func (m *Manager) Remove(ctx context.Context, t Node, files []string) error {
 		return &Error{Node: t.Name, Host: t.Endpoint.Host, Path: t.Path, Err: err}
 	}
 	sorted := slices.Sorted(slices.Values(files))
+	for _, f := range sorted {
+		// Names come from state: one that could leave the directory is
+		// never handed to rm (a forged report once put "../x" there).
+		if err := modelfiles.CheckPath(f); err != nil {
+			return &Error{Node: t.Name, Host: t.Endpoint.Host, Path: t.Path, Err: fmt.Errorf("not removed: %w", err)}
+		}
+	}
 	if _, err := conn.Run(ctx, transport.Cmd{Step: "remove the model's files",
 		Argv: transport.Script(modelfiles.RemoveScript, append([]string{t.Path}, sorted...)...)}); err != nil {
 		return &Error{Node: t.Name, Host: t.Endpoint.Host, Path: t.Path, Err: err}

@@ -185,3 +185,24 @@ func TestPlaceWithOneSlot(t *testing.T) {
 		t.Fatal("the target differs from the source")
 	}
 }
+
+// A name in state that could leave the directory is never removed: the
+// removal refuses it, naming it, and removes nothing.
+func TestRemoveRefusesANameOutsideTheDirectory(t *testing.T) {
+	m, _, dst := fixture(t)
+	ctx := context.Background()
+	outside := filepath.Join(filepath.Dir(dst.Path), "x")
+	if err := os.MkdirAll(dst.Path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(outside, []byte("not the model's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := m.Remove(ctx, dst, []string{"config.json", "../x"})
+	if err == nil || !strings.Contains(err.Error(), `"../x"`) {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := os.Stat(outside); err != nil {
+		t.Fatalf("a file outside the model was removed: %v", err)
+	}
+}

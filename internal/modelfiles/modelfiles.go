@@ -392,16 +392,20 @@ def handshake(c):
     except (OSError, ConnectionError):
         pass
     c.close()
-deadline = time.monotonic() + job["wait"]
-s.settimeout(0.2)
-while not won.is_set():
-    if time.monotonic() > deadline:
-        fail(4, "no sender proved the token on %s port %d within %d s" % (job["address"], job["port"], job["wait"]))
-    try:
-        c, peer = s.accept()
-    except socket.timeout:
-        continue
-    threading.Thread(target=handshake, args=(c,), daemon=True).start()
+def accept():
+    while not won.is_set():
+        try:
+            c, peer = s.accept()
+        except OSError:
+            return
+        threading.Thread(target=handshake, args=(c,), daemon=True).start()
+threading.Thread(target=accept, daemon=True).start()
+if not won.wait(job["wait"]):
+    fail(4, "no sender proved the token on %s port %d within %d s" % (job["address"], job["port"], job["wait"]))
+try:
+    s.shutdown(socket.SHUT_RDWR)  # wakes the accept thread (close alone would not)
+except OSError:
+    pass
 s.close()
 c = chosen[0]
 c.settimeout(60)
