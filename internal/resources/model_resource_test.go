@@ -1,6 +1,7 @@
 package resources_test
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strings"
@@ -403,6 +404,82 @@ func TestAccModel_huggingFaceCacheSnapshot(t *testing.T) {
 			{
 				Config:           hubModel(l, "lab/tiny"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+		},
+	})
+}
+
+// Co-tenants on the lab's nodes (issue 33), the second SSH user as the
+// other tenant, each refused at plan with nothing copied:
+//   - a link in the source directory, tokenizer.model, to the SSH user's own
+//     0600 file outside the model (High 1): refused naming it; the file's
+//     bytes reach no target;
+//   - the target directory made world-writable by the second user, with a
+//     link config.json.partial to the first user's file (High 2): refused
+//     (D23) naming the directory and its owner; the first user's file keeps
+//     its bytes.
+//
+// Then the same model into a directory of the user's own copies cleanly.
+func TestAccModel_coTenantsRefusedAtPlan(t *testing.T) {
+	l := acctest.Lab(t)
+	src, target := l.Nodes[0], l.Nodes[1]
+	base := "/tmp/spark-acc-cotenant"
+	shared := "/tmp/spark-acc-shared-models"
+	for _, n := range l.Nodes {
+		acctest.OnNode(t, n, "clear the directories", `rm -rf -- "$1" "$2"`, base, shared)
+	}
+	t.Cleanup(func() {
+		for _, n := range l.Nodes {
+			_, _ = lab.Exec(context.Background(), n, "rm", "-rf", "--", base, shared)
+		}
+	})
+	m := model{src: base + "/src", dst: base + "/dst"}
+	acctest.OnNodeAs(t, src, l.SSHUser, "make a model and a secret beside it", `mkdir -p "$1" && cd "$1" && head -c 4096 /dev/urandom > model.safetensors && echo '{}' > config.json &&
+umask 077 && echo 'SECRET OF THE SSH USER' > "$2" && ln -s "$2" tokenizer.model`, m.src, base+"/secret.txt")
+	victim := acctest.OnNodeAs(t, target, l.SSHUser, "a file of the first user", `echo 'VICTIM BYTES' > "$HOME/victim.txt" && echo "$HOME/victim.txt"`)
+	acctest.OnNodeAs(t, target, l.SecondSSHUser, "the second user plants a shared directory", `mkdir -p "$1/m" && chmod 777 "$1" "$1/m" && ln -s "$2" "$1/m/config.json.partial"`, shared, victim)
+	noSecretAnywhere := func() {
+		for _, n := range l.Nodes[1:] {
+			if got := acctest.OnNode(t, n, "look for the secret", `grep -rl 'SECRET OF THE SSH USER' "$1" "$2" 2>/dev/null || true`, base, shared); got != "" {
+				t.Fatalf("the secret reached %s: %s", n.Name, got)
+			}
+		}
+	}
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy: func(*terraform.State) error {
+			if got := sums(t, l, target, m.dst); got != "" {
+				return fmt.Errorf("the copies outlive the destroy:\n%s", got)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config:      m.config(l),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)Cannot read the model's source.*"tokenizer\.model":\s+a\s+link\s+to\s+` + regexp.QuoteMeta(base+"/secret.txt") + `,\s+outside\s+the\s+model`),
+			},
+			{
+				PreConfig: func() {
+					noSecretAnywhere()
+					acctest.OnNodeAs(t, src, l.SSHUser, "remove the link", `rm -f "$1/tokenizer.model"`, m.src)
+				},
+				Config:      model{src: m.src, dst: shared + "/m"}.config(l),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)The model's target directory is not this SSH user's alone.*` + regexp.QuoteMeta(shared) + `.*` + l.SecondSSHUser + `.*D23`),
+			},
+			{
+				PreConfig: func() {
+					if got := acctest.OnNodeAs(t, target, l.SSHUser, "read the victim", `cat "$1"`, victim); got != "VICTIM BYTES" {
+						t.Fatalf("the first user's file was written: %q", got)
+					}
+				},
+				Config: m.config(l),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(modelAddr, tfjsonpath.New("targets").AtMapKey(target.Name).AtMapKey("copied"), knownvalue.ListExact([]knownvalue.Check{
+						knownvalue.StringExact("config.json"), knownvalue.StringExact("model.safetensors")})),
+				},
 			},
 		},
 	})
