@@ -11,7 +11,7 @@ import (
 
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
-	"github.com/lab-infra/terraform-provider-spark/internal/runtime"
+	"github.com/lab-infra/terraform-provider-spark/internal/nodeexec"
 )
 
 var _ datasource.DataSourceWithConfigure = (*rayNodesDataSource)(nil)
@@ -90,10 +90,10 @@ func (d *rayNodesDataSource) Read(ctx context.Context, req datasource.ReadReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	spec := raycluster.Spec{Runtime: runtime.Runtime{RayCommand: m.RayCommand.ValueString()},
+	spec := raycluster.Spec{Runtime: nodeexec.Runtime{RayCommand: m.RayCommand.ValueString()},
 		Head: raycluster.NodeSpec{Name: raycluster.HeadName, Endpoint: m.Endpoint()}}
 	if c := m.Container.ValueString(); c != "" {
-		spec.Runtime.Container = &runtime.Container{Name: c}
+		spec.Runtime.Container = &nodeexec.Container{Name: c}
 	}
 	addr := m.RayAddress.ValueString()
 	if addr == "" {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
-	"github.com/lab-infra/terraform-provider-spark/internal/runtime"
+	"github.com/lab-infra/terraform-provider-spark/internal/nodeexec"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
@@ -139,7 +139,7 @@ func TestApplyStepsWithNothingToDo(t *testing.T) {
 	if d := m.removeToken(ctx, s, s.Head); d != nil {
 		t.Errorf("no token authentication, yet %+v", d)
 	}
-	s.AuthToken, s.Runtime = true, runtime.Runtime{Container: &runtime.Container{Name: "ray-node"}}
+	s.AuthToken, s.Runtime = true, nodeexec.Runtime{Container: &nodeexec.Container{Name: "ray-node"}}
 	if d := m.removeToken(ctx, s, s.Head); d != nil {
 		t.Errorf("in a container the token goes with it, yet %+v", d)
 	}

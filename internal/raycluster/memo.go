@@ -12,7 +12,7 @@ import (
 	"sync"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
-	"github.com/lab-infra/terraform-provider-spark/internal/runtime"
+	"github.com/lab-infra/terraform-provider-spark/internal/nodeexec"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
@@ -23,7 +23,7 @@ import (
 // what the deployment's checks have instead of Ray's table.
 type Planned struct {
 	GPUs    *preflight.PlannedGPUs // nil when a node's GPUs cannot be known before Ray starts
-	Runtime runtime.Runtime
+	Runtime nodeexec.Runtime
 	// Nodes (head first) with the facts the cluster's plan read, and how to
 	// reach each (by node name): the deployment's rules about the nodes
 	// that host vLLM's workers use them, and read their model listings.

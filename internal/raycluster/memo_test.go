@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
-	"github.com/lab-infra/terraform-provider-spark/internal/runtime"
+	"github.com/lab-infra/terraform-provider-spark/internal/nodeexec"
 )
 
 func TestPlanMemoPlans(t *testing.T) {
@@ -54,7 +54,7 @@ func TestPlanMemoPlans(t *testing.T) {
 // field by field.
 func TestPlanMemoKeepsEveryField(t *testing.T) {
 	var pm planMemo
-	in := Planned{Runtime: runtime.Runtime{RayCommand: "/opt/ray/bin/ray"}, Nodes: []preflight.ClusterNode{{IP: "192.168.200.12"}},
+	in := Planned{Runtime: nodeexec.Runtime{RayCommand: "/opt/ray/bin/ray"}, Nodes: []preflight.ClusterNode{{IP: "192.168.200.12"}},
 		Env: map[string]string{"NCCL_SOCKET_IFNAME": "enp1s0f1np1"}}
 	pm.record("192.168.200.12:6379", in)
 	out, ok := pm.plan("192.168.200.12:6379")

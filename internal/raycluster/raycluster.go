@@ -26,7 +26,7 @@ import (
 	"sync"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
-	"github.com/lab-infra/terraform-provider-spark/internal/runtime"
+	"github.com/lab-infra/terraform-provider-spark/internal/nodeexec"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
@@ -48,7 +48,7 @@ type NodeSpec struct {
 type Spec struct {
 	Head          NodeSpec
 	Workers       map[string]NodeSpec
-	Runtime       runtime.Runtime
+	Runtime       nodeexec.Runtime
 	GCSPort       int
 	Env           map[string]string
 	SecretEnv     map[string]string // write-only: from the configuration, never in state

@@ -16,7 +16,7 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
-	"github.com/lab-infra/terraform-provider-spark/internal/runtime"
+	"github.com/lab-infra/terraform-provider-spark/internal/nodeexec"
 )
 
 type clusterModel struct {
@@ -89,24 +89,24 @@ func (m *clusterModel) hasUnknown() bool {
 
 // runtime is the runtime of the cluster whose GCS listens on gcsPort (its
 // container's default name and owner follow from it).
-func (m *clusterModel) runtime(ctx context.Context, gcsPort int) (runtime.Runtime, diag.Diagnostics) {
+func (m *clusterModel) runtime(ctx context.Context, gcsPort int) (nodeexec.Runtime, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	rt := m.Runtime
 	switch {
 	case rt == nil || rt.Host != nil:
-		r := runtime.Runtime{}
+		r := nodeexec.Runtime{}
 		if rt != nil {
 			r.RayCommand = rt.Host.RayCommand.ValueString()
 		}
 		return r, diags
 	default:
 		c := rt.Container
-		out := runtime.Container{Image: c.Image.ValueString(), Name: or(c.Name, runtime.DefaultName(gcsPort)), Owner: runtime.OwnerOf(gcsPort), ShmSize: or(c.ShmSize, "10g"), GPUs: or(c.GPUs, "all")}
+		out := nodeexec.Container{Image: c.Image.ValueString(), Name: or(c.Name, nodeexec.DefaultName(gcsPort)), Owner: nodeexec.OwnerOf(gcsPort), ShmSize: or(c.ShmSize, "10g"), GPUs: or(c.GPUs, "all")}
 		diags.Append(c.RunArgs.ElementsAs(ctx, &out.RunArgs, false)...)
 		if err := out.Validate(); err != nil {
 			diags.AddAttributeError(path.Root("runtime").AtName("container"), "Invalid container runtime", err.Error())
 		}
-		return runtime.Runtime{RayCommand: c.RayCommand.ValueString(), Container: &out}, diags
+		return nodeexec.Runtime{RayCommand: c.RayCommand.ValueString(), Container: &out}, diags
 	}
 }
 

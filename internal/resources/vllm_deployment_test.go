@@ -27,7 +27,7 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/lab"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
-	spark "github.com/lab-infra/terraform-provider-spark/internal/runtime"
+	"github.com/lab-infra/terraform-provider-spark/internal/nodeexec"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
@@ -517,7 +517,7 @@ func TestAccVLLMDeployment_containerRuntime(t *testing.T) {
 				}
 				// Ray's token is inside the container: the gRPC reading
 				// finds it there, and names the server inside it.
-				return gcsReadersAgree(l, raycluster.Spec{Runtime: spark.Runtime{Container: &spark.Container{Name: "ray-node"}}}, " serve ")(s)
+				return gcsReadersAgree(l, raycluster.Spec{Runtime: nodeexec.Runtime{Container: &nodeexec.Container{Name: "ray-node"}}}, " serve ")(s)
 			},
 		}}, append(r.steps(resource.TestStep{
 			Config:      onHost,

@@ -26,7 +26,7 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
-	"github.com/lab-infra/terraform-provider-spark/internal/runtime"
+	"github.com/lab-infra/terraform-provider-spark/internal/nodeexec"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 	"github.com/lab-infra/terraform-provider-spark/internal/vllm"
 )
@@ -34,7 +34,7 @@ import (
 // Spec is one deployment, as plain values.
 type Spec struct {
 	Head        transport.Endpoint
-	Runtime     runtime.Runtime
+	Runtime     nodeexec.Runtime
 	RayAddress  string // <head registered ip>:<gcs port>
 	Model       string
 	ServedName  string // "": the model
@@ -100,7 +100,7 @@ func (m *Manager) server(ctx context.Context, s Spec) (vllm.Server, error) {
 }
 
 // where says where commands of this runtime run on a node (rule D11).
-func where(rt runtime.Runtime) string {
+func where(rt nodeexec.Runtime) string {
 	if rt.Container != nil {
 		return "in container " + rt.Container.Name
 	}

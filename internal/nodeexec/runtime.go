@@ -1,8 +1,8 @@
-// Package runtime decides where a command runs on a node: directly on the
+// Package nodeexec decides where a command runs on a node: directly on the
 // host (a Ray/vLLM install on the box), or inside a long-lived container on
 // it (the DGX Spark playbook and vLLM run_cluster.sh style: `docker run -d
 // --network host --gpus all …`, then `docker exec`). It only builds argv.
-package runtime
+package nodeexec
 
 import (
 	"fmt"
