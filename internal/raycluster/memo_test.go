@@ -5,8 +5,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/nodeexec"
+	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 )
 
 func TestPlanMemoPlans(t *testing.T) {
