@@ -9,11 +9,8 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/lab-infra/terraform-provider-spark/internal/nodeexec"
-	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
@@ -47,24 +44,6 @@ type rayNodeModel struct {
 	Alive        types.Bool   `tfsdk:"alive"`
 }
 
-type runtimeModel struct {
-	Host      *hostRuntimeModel      `tfsdk:"host"`
-	Container *containerRuntimeModel `tfsdk:"container"`
-}
-
-type hostRuntimeModel struct {
-	RayCommand types.String `tfsdk:"ray_command"`
-}
-
-type containerRuntimeModel struct {
-	Image      types.String `tfsdk:"image"`
-	Name       types.String `tfsdk:"name"`
-	ShmSize    types.String `tfsdk:"shm_size"`
-	GPUs       types.String `tfsdk:"gpus"`
-	RunArgs    types.List   `tfsdk:"run_args"`
-	RayCommand types.String `tfsdk:"ray_command"`
-}
-
 // hasUnknown reports whether something the nodes are reached or started
 // with is not known yet: the checks then run at apply instead.
 func (m *clusterModel) hasUnknown() bool {
@@ -85,36 +64,6 @@ func (m *clusterModel) hasUnknown() bool {
 		return true
 	}
 	return false
-}
-
-// runtime is the runtime of the cluster whose GCS listens on gcsPort (its
-// container's default name and owner follow from it).
-func (m *clusterModel) runtime(ctx context.Context, gcsPort int) (nodeexec.Runtime, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	rt := m.Runtime
-	switch {
-	case rt == nil || rt.Host != nil:
-		r := nodeexec.Runtime{}
-		if rt != nil {
-			r.RayCommand = rt.Host.RayCommand.ValueString()
-		}
-		return r, diags
-	default:
-		c := rt.Container
-		out := nodeexec.Container{Image: c.Image.ValueString(), Name: or(c.Name, nodeexec.DefaultName(gcsPort)), Owner: nodeexec.OwnerOf(gcsPort), ShmSize: or(c.ShmSize, "10g"), GPUs: or(c.GPUs, "all")}
-		diags.Append(c.RunArgs.ElementsAs(ctx, &out.RunArgs, false)...)
-		if err := out.Validate(); err != nil {
-			diags.AddAttributeError(path.Root("runtime").AtName("container"), "Invalid container runtime", err.Error())
-		}
-		return nodeexec.Runtime{RayCommand: c.RayCommand.ValueString(), Container: &out}, diags
-	}
-}
-
-func or(v types.String, def string) string {
-	if v.IsNull() || v.IsUnknown() {
-		return def
-	}
-	return v.ValueString()
 }
 
 func (n *rayNodeModel) spec(ctx context.Context, name string, p []string) (raycluster.NodeSpec, diag.Diagnostics) {
@@ -142,7 +91,7 @@ func (m *clusterModel) spec(ctx context.Context) (raycluster.Spec, diag.Diagnost
 		s.GCSPort = 6379
 	}
 	var d diag.Diagnostics
-	s.Runtime, d = m.runtime(ctx, s.GCSPort)
+	s.Runtime, d = m.Runtime.runtime(ctx, s.GCSPort)
 	diags.Append(d...)
 	s.Head, d = m.Head.spec(ctx, raycluster.HeadName, []string{"head"})
 	diags.Append(d...)
@@ -161,49 +110,6 @@ func (m *clusterModel) spec(ctx context.Context) (raycluster.Spec, diag.Diagnost
 
 func (m *clusterModel) gcsAddr() string {
 	return net.JoinHostPort(m.Head.RegisteredIP.ValueString(), strconv.FormatInt(m.GCSPort.ValueInt64(), 10))
-}
-
-// attrPath turns a preflight attribute path into a framework path.
-func attrPath(steps []string) path.Path {
-	if len(steps) == 0 {
-		return path.Empty()
-	}
-	p := path.Root(steps[0])
-	for _, s := range steps[1:] {
-		if strings.HasPrefix(s, "[") {
-			p = p.AtMapKey(strings.Trim(s, "[]"))
-			continue
-		}
-		p = p.AtName(s)
-	}
-	return p
-}
-
-// addPreflight adds what a domain package found to diags: the one way its
-// results reach the user.
-func addPreflight(diags *diag.Diagnostics, found []preflight.Diagnostic) {
-	diags.Append(preflightDiags(found)...)
-}
-
-// preflightDiags is found as the framework's diagnostics: each on its
-// attribute, its detail ending with the rule it enforces.
-func preflightDiags(found []preflight.Diagnostic) diag.Diagnostics {
-	var diags diag.Diagnostics
-	for _, d := range found {
-		p := attrPath(d.Attr)
-		d.Detail += d.Rule.Cite()
-		switch {
-		case d.Warning && len(d.Attr) > 0:
-			diags.AddAttributeWarning(p, d.Summary, d.Detail)
-		case d.Warning:
-			diags.AddWarning(d.Summary, d.Detail)
-		case len(d.Attr) > 0:
-			diags.AddAttributeError(p, d.Summary, d.Detail)
-		default:
-			diags.AddError(d.Summary, d.Detail)
-		}
-	}
-	return diags
 }
 
 // customResources drops Ray's own; what remains of a node's resources are

@@ -218,7 +218,7 @@ func planChecks(p *raycluster.Plan, err error) (found, now diag.Diagnostics) {
 // the checks that guard a start become warnings, and the plan keeps what
 // the state has. A fault of what runs now still fails it (false).
 func keepCluster(c *clusterPlan, found, now diag.Diagnostics, diags *diag.Diagnostics) bool {
-	diags.Append(keptRunning(found)...)
+	diags.Append(startGuardsAsWarnings(found)...)
 	if diags.Append(withDestroyHint(now)...); now.HasError() {
 		return false
 	}
@@ -252,7 +252,7 @@ func planNodes(c *clusterPlan, p *raycluster.Plan, diags *diag.Diagnostics) {
 		n.RegisteredIP = types.StringValue(p.Registered[name])
 		n.Alive = types.BoolValue(true)
 		if kept {
-			n.keepRunning(old)
+			n.keepRegistered(old)
 		} else {
 			n.NodeID = types.StringUnknown()
 		}
@@ -305,7 +305,7 @@ func keepFromState(plan, state *clusterModel) {
 	plan.ID, plan.HeadAddress, plan.RayVersion = state.ID, state.HeadAddress, state.RayVersion
 	keep := func(n, old *rayNodeModel) {
 		n.RegisteredIP, n.Alive = old.RegisteredIP, old.Alive
-		n.keepRunning(old)
+		n.keepRegistered(old)
 	}
 	keep(plan.Head, state.Head)
 	for name, w := range plan.Workers {
@@ -313,9 +313,9 @@ func keepFromState(plan, state *clusterModel) {
 	}
 }
 
-// keepRunning plans a node whose Ray keeps running: its node ID, and what
+// keepRegistered plans a node whose Ray keeps running: its node ID, and what
 // Ray registered where the configuration leaves it to Ray.
-func (n *rayNodeModel) keepRunning(old *rayNodeModel) {
+func (n *rayNodeModel) keepRegistered(old *rayNodeModel) {
 	n.NodeID = old.NodeID
 	if n.NumGPUs.IsUnknown() {
 		n.NumGPUs = old.NumGPUs

@@ -1,18 +1,3 @@
-// Package resources holds the provider's resources: schema, models, plan
-// modification and CRUD over the domain packages (internal/raycluster,
-// internal/vllmdeploy), which do the work on the nodes, each apply in its
-// order and with its rollback. It is more than glue: it decides when a
-// change replaces a cluster or restarts a worker or a server, and which
-// plan findings fail a plan and which only warn so a destroy is never
-// blocked (waythrough.go).
-//
-// Where each behaviour is: spark_ray_cluster's schema in
-// ray_cluster_schema.go, its model and raycluster.Spec in
-// ray_cluster_model.go, its plan (ModifyPlan, one step per function) in
-// ray_cluster_plan.go, and its create, read, update, delete and import in
-// ray_cluster.go, over raycluster's Create, Snapshot (and Discover for an
-// import), Reconcile and Destroy; spark_vllm_deployment's all in
-// vllm_deployment.go, over vllmdeploy's Check, Launch, Status, Find, Stop.
 package resources
 
 import (
@@ -23,16 +8,13 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
@@ -156,34 +138,4 @@ func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"timeouts":     timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
-}
-
-// runtimeAttribute is where Ray runs on each node, shared by both resources
-// (a deployment takes its cluster's runtime as is). Changing it replaces
-// what runs, except right after an import, when it cannot be read back.
-func runtimeAttribute() schema.SingleNestedAttribute {
-	replaceObj := []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(replaceObjectUnlessImported,
-		"Replaces the cluster when changed.", "Replaces the cluster when changed.")}
-	return schema.SingleNestedAttribute{Optional: true, PlanModifiers: replaceObj,
-		MarkdownDescription: "Where Ray runs on each node: `host` (default) or `container`. Exactly one.",
-		Attributes: map[string]schema.Attribute{
-			"host": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Ray installed on the box.",
-				Validators: []validator.Object{objectvalidator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("container"))},
-				Attributes: map[string]schema.Attribute{
-					"ray_command": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.Path},
-						MarkdownDescription: "Path of `ray`. Default: `ray` on the SSH session's PATH."},
-				}},
-			"container": schema.SingleNestedAttribute{Optional: true,
-				MarkdownDescription: "Ray inside a container on each node (`docker run -d --network host --ipc host …`, then `docker exec`).",
-				Attributes: map[string]schema.Attribute{
-					"image":    schema.StringAttribute{Required: true, Validators: []validator.String{providerdata.Image}, MarkdownDescription: "Image with Ray (and vLLM) installed."},
-					"name":     schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.ContainerName}, MarkdownDescription: "Container name, one per cluster on a node. Default: `ray-node-<gcs_port>`. A container of that name that another cluster (or no cluster of this provider) owns is refused."},
-					"shm_size": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.ShmSize}, MarkdownDescription: "`--shm-size`. Default: `10g`."},
-					"gpus":     schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.GPUs}, MarkdownDescription: "`--gpus`. Default: `all`; empty string for none."},
-					"run_args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-						Validators: []validator.List{listvalidator.ValueStringsAre(providerdata.DockerRunArg)}, MarkdownDescription: "Extra `docker run` arguments, each quoted. `--name`, `--network`, `--ipc`, `--shm-size` and `--gpus` are refused: the provider sets them."},
-					"ray_command": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.Path},
-						MarkdownDescription: "Path of `ray` inside the container. Default: `ray`."},
-				}},
-		}}
 }

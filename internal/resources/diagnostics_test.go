@@ -38,7 +38,7 @@ func TestWithHintEndsEveryErrorWithTheWayOut(t *testing.T) {
 }
 
 func TestKeptRunningDemotesErrorsOnly(t *testing.T) {
-	got := keptRunning(sample())
+	got := startGuardsAsWarnings(sample())
 	if got.HasError() || got.WarningsCount() != 3 {
 		t.Fatalf("want three warnings, got %v", got)
 	}

@@ -35,7 +35,7 @@ func TestDefaultContainerIsTheClusters(t *testing.T) {
 		{types.StringNull(), 6380, "ray-node-6380", "gcs-6380"},
 		{types.StringValue("team-b"), 6380, "team-b", "gcs-6380"},
 	} {
-		rt, d := m(c.name).runtime(context.Background(), c.port)
+		rt, d := m(c.name).Runtime.runtime(context.Background(), c.port)
 		if d.HasError() || rt.Container == nil {
 			t.Fatalf("port %d: %v", c.port, d)
 		}

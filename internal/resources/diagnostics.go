@@ -2,9 +2,12 @@ package resources
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/modelcopy"
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
@@ -15,7 +18,7 @@ import (
 // provider protocol says a plan is that one. So a check that fails at plan
 // would also block `destroy`. Two ways through:
 //   - a check that only guards starting something is a warning when the
-//     plan starts nothing (keptRunning): an unchanged resource never blocks;
+//     plan starts nothing (startGuardsAsWarnings): an unchanged resource never blocks;
 //   - every error a plan or refresh still raises ends with destroyHint.
 
 // guards picks the findings that are faults of what runs now (now true),
@@ -54,10 +57,10 @@ func withDestroyHint(diags diag.Diagnostics) diag.Diagnostics {
 	return rewriteErrors(diags, diag.SeverityError, func(detail string) string { return detail + destroyHint })
 }
 
-// keptRunning turns the errors of checks that guard a start into warnings,
+// startGuardsAsWarnings turns the errors of checks that guard a start into warnings,
 // for a plan that starts nothing: what runs keeps running, and the finding
 // is shown for the next start.
-func keptRunning(diags diag.Diagnostics) diag.Diagnostics {
+func startGuardsAsWarnings(diags diag.Diagnostics) diag.Diagnostics {
 	const why = "Nothing is started or restarted by this plan, so this is not an error now; " +
 		"a plan that starts or restarts it will refuse it until it is fixed.\n\n"
 	return rewriteErrors(diags, diag.SeverityWarning, func(detail string) string { return why + detail })
@@ -92,4 +95,69 @@ func newDiagnostic(s diag.Severity, summary, detail string) diag.Diagnostic {
 // detail: what fails a destroy, when a node may be gone for good.
 func withGoneHint(diags diag.Diagnostics) diag.Diagnostics {
 	return rewriteErrors(diags, diag.SeverityError, func(detail string) string { return detail + goneHint })
+}
+
+// modelError is a modelcopy failure as a diagnostic: on the target it
+// names, or on the source.
+func modelError(diags *diag.Diagnostics, summary string, err error) {
+	var each []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		each = j.Unwrap()
+	} else {
+		each = []error{err}
+	}
+	for _, e := range each {
+		var me *modelcopy.Error
+		switch {
+		case errors.As(e, &me) && me.Node == "source":
+			diags.AddAttributeError(path.Root("source"), summary, e.Error())
+		case errors.As(e, &me):
+			diags.AddAttributeError(path.Root("targets").AtMapKey(me.Node), summary, e.Error())
+		default:
+			diags.AddError(summary, e.Error())
+		}
+	}
+}
+
+// attrPath turns a preflight attribute path into a framework path.
+func attrPath(steps []string) path.Path {
+	if len(steps) == 0 {
+		return path.Empty()
+	}
+	p := path.Root(steps[0])
+	for _, s := range steps[1:] {
+		if strings.HasPrefix(s, "[") {
+			p = p.AtMapKey(strings.Trim(s, "[]"))
+			continue
+		}
+		p = p.AtName(s)
+	}
+	return p
+}
+
+// addPreflight adds what a domain package found to diags: the one way its
+// results reach the user.
+func addPreflight(diags *diag.Diagnostics, found []preflight.Diagnostic) {
+	diags.Append(preflightDiags(found)...)
+}
+
+// preflightDiags is found as the framework's diagnostics: each on its
+// attribute, its detail ending with the rule it enforces.
+func preflightDiags(found []preflight.Diagnostic) diag.Diagnostics {
+	var diags diag.Diagnostics
+	for _, d := range found {
+		p := attrPath(d.Attr)
+		d.Detail += d.Rule.Cite()
+		switch {
+		case d.Warning && len(d.Attr) > 0:
+			diags.AddAttributeWarning(p, d.Summary, d.Detail)
+		case d.Warning:
+			diags.AddWarning(d.Summary, d.Detail)
+		case len(d.Attr) > 0:
+			diags.AddAttributeError(p, d.Summary, d.Detail)
+		default:
+			diags.AddError(d.Summary, d.Detail)
+		}
+	}
+	return diags
 }
