@@ -6,8 +6,9 @@ package nodeexec
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/inputs"
 )
 
 // Label marks the containers this provider created; its value is the
@@ -76,15 +77,13 @@ if [ "$(docker inspect -f '{{.State.Running}}' "$name" 2>/dev/null)" != true ]; 
 exec docker exec "$name" "$@"`, "sh", r.Container.Name, instead}, argv...)
 }
 
-var containerName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
-
 // Validate checks container settings before anything runs.
 func (c Container) Validate() error {
 	if c.Image == "" {
 		return fmt.Errorf("runtime.container.image is empty: give the image that has Ray (and vLLM) installed")
 	}
-	if !containerName.MatchString(c.Name) {
-		return fmt.Errorf("runtime.container.name = %q is not a valid container name (letters, digits, _ . -)", c.Name)
+	if err := inputs.ContainerName(c.Name); err != nil {
+		return fmt.Errorf("runtime.container.name: %w", err)
 	}
 	if c.Owner == "" {
 		return fmt.Errorf("the container runtime has no owning cluster: this is a bug in the provider")

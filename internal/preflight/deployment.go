@@ -3,6 +3,7 @@ package preflight
 import (
 	"fmt"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/inputs"
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
@@ -82,15 +83,15 @@ func (d Deployment) executorFlag() ExecutorFlag {
 // CheckDeployment runs every rule of a deployment's plan (D1, D2, D8, D9,
 // D11, D17-D21) on facts already read. It does no I/O, so every rule's call
 // here is unit-tested.
-func CheckDeployment(d Deployment) (Concluded, []Diagnostic) {
-	var found []Diagnostic
+func CheckDeployment(d Deployment) (Concluded, []finding.Finding) {
+	var found []finding.Finding
 	src := HostIPSources{HostIP: d.HostIP, Env: d.Env["VLLM_HOST_IP"], Head: d.HeadFacts.VLLMEnv["VLLM_HOST_IP"]}
 	src.Legacy = legacyHostIP(d.HeadFacts.VLLMVersion, d.Env["HOST_IP"], d.HeadFacts.VLLMEnv["HOST_IP"])
 	hostIP, source, conflict := HostIPConflict(src)
 	found = append(found, conflict...)
 	if source == "env" || source == "HOST_IP" {
 		if err := inputs.HostIP(hostIP); err != nil {
-			found = append(found, Diagnostic{Rule: D2, Attr: []string{"env"}, Summary: "Invalid env." + map[bool]string{true: "HOST_IP", false: "VLLM_HOST_IP"}[source == "HOST_IP"], Detail: err.Error()})
+			found = append(found, finding.Finding{Rule: D2, Path: finding.Attr("env"), Summary: "Invalid env." + map[bool]string{true: "HOST_IP", false: "VLLM_HOST_IP"}[source == "HOST_IP"], Detail: err.Error()})
 		}
 	}
 	executor, diags := ResolveExecutor(d.build(), d.executorFlag())
@@ -152,7 +153,7 @@ func legacyHostIP(version, env, head string) string {
 // 0.33.0) a VLLM_ variable the release does not define stops vLLM at
 // startup ("Unknown vLLM environment variable detected") instead of being
 // warned about: D18's warning becomes an error.
-func failOnEnviron(diags []Diagnostic, d Deployment) []Diagnostic {
+func failOnEnviron(diags []finding.Finding, d Deployment) []finding.Finding {
 	if !d.FailOnEnviron {
 		return diags
 	}

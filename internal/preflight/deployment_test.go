@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 )
 
@@ -17,7 +18,7 @@ func fieldReportDeployment() Deployment {
 		Env: map[string]string{}, Table: fieldReportTable(), Sizes: Sizes{TP: 1, PP: 1}}
 }
 
-func allSummaries(ds []Diagnostic) string {
+func allSummaries(ds []finding.Finding) string {
 	var out []string
 	for _, d := range ds {
 		kind := "error"

@@ -22,7 +22,7 @@ func TestModelTargetAddress(t *testing.T) {
 	m := modelTarget()
 	m.Address = "192.168.200.12"
 	one(t, ModelTargetAddress(m), `targets["spark2"].address = "192.168.200.12"`, "10.1.230.181", "192.168.200.13 on")
-	if d := ModelTargetAddress(m)[0]; d.Warning || !d.Now || d.Rule != D22 || strings.Join(d.Attr, ".") != "targets.[spark2].address" {
+	if d := ModelTargetAddress(m)[0]; d.Warning || !d.Now || d.Rule != D22 || d.Path.String() != `targets["spark2"].address` {
 		t.Fatalf("want a D22 error on targets[spark2].address that holds on a no-change plan: %+v", d)
 	}
 	m = modelTarget()
@@ -51,7 +51,7 @@ func TestModelTargetDir(t *testing.T) {
 	}
 	m.Untrusted = "the model's directory /tmp/shared-models/m is owned by ops2 (uid 1001), not by this SSH user: give a directory of your own."
 	one(t, ModelTargetDir(m), `targets["spark2"].path = "/tmp/shared-models/m"`, "ops2 (uid 1001)", "10.1.230.181")
-	if d := ModelTargetDir(m)[0]; d.Warning || d.Rule != D23 || strings.Join(d.Attr, ".") != "targets.[spark2].path" {
+	if d := ModelTargetDir(m)[0]; d.Warning || d.Rule != D23 || d.Path.String() != `targets["spark2"].path` {
 		t.Fatalf("want a D23 error on targets[spark2].path: %+v", d)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 )
 
@@ -32,10 +33,10 @@ type HostIPSources struct{ HostIP, Env, Head, Legacy string }
 // twice; when both are set they must agree, or which one wins depends on
 // how the launch composes them. It returns the effective value and its
 // source ("" when vLLM will detect).
-func HostIPConflict(s HostIPSources) (string, string, []Diagnostic) {
+func HostIPConflict(s HostIPSources) (string, string, []finding.Finding) {
 	switch {
 	case s.HostIP != "" && s.Env != "" && s.HostIP != s.Env:
-		return s.HostIP, "host_ip", []Diagnostic{{Rule: D2, Attr: []string{"env"},
+		return s.HostIP, "host_ip", []finding.Finding{{Rule: D2, Path: finding.Attr("env"),
 			Summary: "host_ip and env.VLLM_HOST_IP disagree",
 			Detail: fmt.Sprintf("host_ip = %q but env sets VLLM_HOST_IP = %q. Both become vLLM's VLLM_HOST_IP; give it once, "+
 				"as host_ip, and remove VLLM_HOST_IP from env.", s.HostIP, s.Env)}}
@@ -72,7 +73,7 @@ func sourceText(src string) string {
 // be placed: an error. Where it does not pin (RayExecutorV2), vLLM takes the
 // addresses from Ray and serves; an explicit VLLM_HOST_IP that Ray did not
 // register is then a warning, never an error.
-func PlacementIdentity(p Placement) []Diagnostic {
+func PlacementIdentity(p Placement) []finding.Finding {
 	registered := p.HeadIP
 	onHead := p.PlacementIP == registered
 	elsewhere := false
@@ -92,7 +93,7 @@ func PlacementIdentity(p Placement) []Diagnostic {
 		// Before the pin, vLLM finds its driver's node by comparing its
 		// get_ip() with each worker's own (vllm/executor/ray_gpu_executor.py,
 		// 0.5.4 L119/L142/L156): a VLLM_HOST_IP no worker reports stops it.
-		return []Diagnostic{{Rule: D1, Attr: sourceAttr(p.Source),
+		return []finding.Finding{{Rule: D1, Path: sourceAttr(p.Source),
 			Summary: "vLLM placement address does not match the address Ray registered for the head",
 			Detail: fmt.Sprintf("VLLM_HOST_IP = %s (from %s), but Ray %s the head as node:%s. vLLM %s finds the node it runs on by "+
 				"comparing that address with the one each Ray worker detects for itself, finds none, and stops at startup: "+
@@ -103,7 +104,7 @@ func PlacementIdentity(p Placement) []Diagnostic {
 		if p.Source == "" {
 			return nil // vLLM detects, and uses Ray's addresses anyway: nothing to say
 		}
-		return []Diagnostic{{Rule: D1, Warning: true, Attr: sourceAttr(p.Source),
+		return []finding.Finding{{Rule: D1, Warning: true, Path: sourceAttr(p.Source),
 			Summary: "VLLM_HOST_IP is not the address Ray registered for the head (this vLLM serves anyway)",
 			Detail: fmt.Sprintf("VLLM_HOST_IP = %s (from %s), but Ray %s the head as node:%s.\n"+
 				"vLLM %s runs %s (%s): it pins nothing to node:<VLLM_HOST_IP> and takes node addresses from Ray, so this deployment will serve.\n"+
@@ -125,7 +126,7 @@ func PlacementIdentity(p Placement) []Diagnostic {
 	if e.Switchable {
 		fixes += fmt.Sprintf("\n  Or let vLLM %s use RayExecutorV2, which pins nothing: env = { %s = \"1\" }.", e.Version, ExecutorEnv)
 	}
-	return []Diagnostic{{Rule: D1, Attr: sourceAttr(p.Source),
+	return []finding.Finding{{Rule: D1, Path: sourceAttr(p.Source),
 		Summary: "vLLM placement address does not match the address Ray registered for the head",
 		Detail: fmt.Sprintf("vLLM would pin its placement group to node:%s (from %s), but Ray %s the head as node:%s.\n"+
 			"vLLM %s runs %s (%s), which pins bundle 0 to node:<VLLM_HOST_IP>.\n"+
@@ -135,11 +136,11 @@ func PlacementIdentity(p Placement) []Diagnostic {
 			p.PlacementIP, sourceText(p.Source), verb(p), registered, version, e.Name, e.Why, labels(p), why, fixes)}}
 }
 
-func sourceAttr(src string) []string {
+func sourceAttr(src string) finding.Path {
 	if src == "env" || src == "HOST_IP" {
-		return []string{"env"}
+		return finding.Attr("env")
 	}
-	return []string{"host_ip"}
+	return finding.Attr("host_ip")
 }
 
 func verb(p Placement) string {
@@ -186,14 +187,14 @@ type PlannedGPUs struct {
 // nodes will register. Otherwise vLLM waits for a placement group that can
 // never be placed ("Cannot provide a placement group requiring N GPUs"
 // after 1800 s; vllm/v1/executor/ray_utils.py, 0.32.0).
-func ParallelFits(p Placement, planned *PlannedGPUs, own float64) []Diagnostic {
+func ParallelFits(p Placement, planned *PlannedGPUs, own float64) []finding.Finding {
 	need := p.Sizes.GPUs()
-	attr := []string{"tensor_parallel_size"}
+	attr := finding.Attr("tensor_parallel_size")
 	if p.Table == nil {
 		if planned == nil || float64(need) <= planned.Total {
 			return nil
 		}
-		return []Diagnostic{{Rule: D8, Attr: attr, Summary: "The parallel sizes exceed the cluster's GPUs",
+		return []finding.Finding{{Rule: D8, Path: attr, Summary: "The parallel sizes exceed the cluster's GPUs",
 			Detail: fmt.Sprintf("%s GPUs, but the cluster planned with it will "+
 				"register %g (%s). vLLM would wait for a placement group that can never be placed. Lower the sizes, or add workers with GPUs.",
 				p.Sizes.describe(), planned.Total, planned.Nodes)}}
@@ -205,7 +206,7 @@ func ParallelFits(p Placement, planned *PlannedGPUs, own float64) []Diagnostic {
 		}
 	}
 	if float64(need) > total {
-		return []Diagnostic{{Rule: D8, Attr: attr, Summary: "The parallel sizes exceed the cluster's GPUs",
+		return []finding.Finding{{Rule: D8, Path: attr, Summary: "The parallel sizes exceed the cluster's GPUs",
 			Detail: fmt.Sprintf("%s GPUs, but the alive nodes Ray registered have %g "+
 				"(%s). vLLM would wait for a placement group that can never be placed. Lower the sizes, or add workers with GPUs.",
 				p.Sizes.describe(), total, labels(p))}}
@@ -224,7 +225,7 @@ func ParallelFits(p Placement, planned *PlannedGPUs, own float64) []Diagnostic {
 		return nil
 	}
 	sort.Strings(holders)
-	return []Diagnostic{{Rule: D8, Attr: attr, Summary: "Not enough free GPUs: other deployments hold them",
+	return []finding.Finding{{Rule: D8, Path: attr, Summary: "Not enough free GPUs: other deployments hold them",
 		Detail: fmt.Sprintf("%s GPUs, but only %g of the cluster's %g are free: "+
 			"held are %s. vLLM would wait for its placement group until 1800 s pass (\"Cannot provide a placement group requiring %d GPUs\"). "+
 			"Stop the deployment that holds them, lower the sizes, or add workers with GPUs.",
@@ -239,7 +240,7 @@ func ParallelFits(p Placement, planned *PlannedGPUs, own float64) []Diagnostic {
 // live table, or on what a cluster planned in the same run will register
 // on its head, for a first launch only: a restart of a deployment frees
 // what its own server held (CheckDeployment).
-func HeadGPUForDriver(p Placement, planned *PlannedGPUs, own float64) []Diagnostic {
+func HeadGPUForDriver(p Placement, planned *PlannedGPUs, own float64) []finding.Finding {
 	e := p.Executor
 	if e.Name != ExecutorLegacy || !e.Pinned || own > 0 {
 		return nil
@@ -257,7 +258,7 @@ func HeadGPUForDriver(p Placement, planned *PlannedGPUs, own float64) []Diagnost
 	default:
 		return nil
 	}
-	return []Diagnostic{{Rule: D8, Attr: []string{"tensor_parallel_size"}, Summary: "No free GPU on the head for vLLM's legacy executor",
+	return []finding.Finding{{Rule: D8, Path: finding.Attr("tensor_parallel_size"), Summary: "No free GPU on the head for vLLM's legacy executor",
 		Detail: fmt.Sprintf("vLLM %s runs %s (%s), which needs a free GPU on the node vllm serve runs on, but %s. "+
 			"vLLM would stop at startup: \"Current node has no GPU available\". Free a GPU on the head "+
 			"(stop the deployment whose placement group holds it), start the head with a GPU, or use RayExecutorV2 where the release has it.",
@@ -273,7 +274,7 @@ func HeadGPUForDriver(p Placement, planned *PlannedGPUs, own float64) []Diagnost
 // (VLLM_HOST_IP, else its detection: vllm/engine/arg_utils.py L2498-2504),
 // and vllm serve binds it on the head, so it must be the head's registered
 // address.
-func DataParallelMaster(p Placement) []Diagnostic {
+func DataParallelMaster(p Placement) []finding.Finding {
 	if !p.Sizes.DPOverRay {
 		return nil
 	}
@@ -289,7 +290,7 @@ func DataParallelMaster(p Placement) []Diagnostic {
 			return nil
 		}
 	}
-	return []Diagnostic{{Rule: D1, Attr: []string{"extra_args"},
+	return []finding.Finding{{Rule: D1, Path: finding.Attr("extra_args"),
 		Summary: "The data-parallel master address is not the address Ray registered for the head",
 		Detail: fmt.Sprintf("With --data-parallel-backend ray, vLLM places its data-parallel ranks on the Ray node labelled node:%s "+
 			"(from %s), but Ray %s the head as node:%s. Registered nodes: %s.\nvLLM %s would stop at startup: \"The DP master node "+
@@ -305,12 +306,12 @@ func DataParallelMaster(p Placement) []Diagnostic {
 // address that is neither is refused, whether nothing answered there or
 // the plan could not tell (vllm serve would wait for a GCS that never
 // answers, then time out).
-func RayAddressIsHead(d Deployment) []Diagnostic {
+func RayAddressIsHead(d Deployment) []finding.Finding {
 	switch {
 	case d.Table == nil && d.ClusterInRun:
 		return nil
 	case d.Table == nil && d.RayDown:
-		return []Diagnostic{{Rule: D21, Attr: []string{"ray_address"}, Summary: "No Ray answers at ray_address",
+		return []finding.Finding{{Rule: D21, Path: finding.Attr("ray_address"), Summary: "No Ray answers at ray_address",
 			Detail: fmt.Sprintf("ray_address = %q, but nothing answers there from the head (%s), and no spark_ray_cluster in this "+
 				"configuration has that head address. vllm serve would fail to connect to Ray. Use spark_ray_cluster.<name>.head_address, "+
 				"or start the cluster first.", d.RayAddress, d.SSHHost)}}
@@ -319,7 +320,7 @@ func RayAddressIsHead(d Deployment) []Diagnostic {
 		if why == "" {
 			why = "no answer"
 		}
-		return []Diagnostic{{Rule: D21, Attr: []string{"ray_address"}, Summary: "No Ray answers at ray_address",
+		return []finding.Finding{{Rule: D21, Path: finding.Attr("ray_address"), Summary: "No Ray answers at ray_address",
 			Detail: fmt.Sprintf("ray_address = %q: no Ray GCS answered there from the head (%s) at plan (%s), and no spark_ray_cluster "+
 				"in this configuration has that head address. vllm serve would wait for a GCS that never answers, then time out. "+
 				"Use spark_ray_cluster.<name>.head_address, or give the address of a running Ray head this node reaches.",
@@ -332,7 +333,7 @@ func RayAddressIsHead(d Deployment) []Diagnostic {
 	if d.HeadFacts.HasAddress(parseAddr(head.IP)) {
 		return nil
 	}
-	return []Diagnostic{{Rule: D21, Attr: []string{"ray_address"}, Summary: "ray_address is a Ray whose head is another node",
+	return []finding.Finding{{Rule: D21, Path: finding.Attr("ray_address"), Summary: "ray_address is a Ray whose head is another node",
 		Detail: fmt.Sprintf("ray_address = %q answers, but that Ray's head is node:%s (%s), which is not an address of the deployment's "+
 			"head %s (its addresses: %s). vllm serve would run its driver outside that cluster's head. Point head.ssh_host at the "+
 			"cluster's head, or ray_address at the cluster this head runs.", d.RayAddress, head.IP, head.Hostname, d.SSHHost, addresses(d.HeadFacts))}}
@@ -355,7 +356,7 @@ type ServeSite struct {
 // ServeBesideRay (D11): vllm serve must run where the head's Ray runs (its
 // container, or the host), or vLLM attaches to no cluster, or to another,
 // or starts a local one whose only GPU is the head's.
-func ServeBesideRay(s ServeSite) []Diagnostic {
+func ServeBesideRay(s ServeSite) []finding.Finding {
 	var found string
 	switch {
 	case s.Live && s.Recorded == s.RayAddress:
@@ -369,7 +370,7 @@ func ServeBesideRay(s ServeSite) []Diagnostic {
 	default:
 		found = fmt.Sprintf("but the cluster's runtime puts Ray %s", s.Ray)
 	}
-	return []Diagnostic{{Rule: D11, Attr: []string{"runtime"}, Summary: "vllm serve would run outside the head's Ray",
+	return []finding.Finding{{Rule: D11, Path: finding.Attr("runtime"), Summary: "vllm serve would run outside the head's Ray",
 		Detail: fmt.Sprintf("vllm serve would run %s on %s, %s; ray_address is %q. vLLM would attach to the wrong "+
 			"Ray or start a new local one, whose only GPU is the head's. Give the deployment the runtime the cluster "+
 			"runs in: runtime = spark_ray_cluster.<name>.runtime.", s.Serve, s.SSHHost, found, s.RayAddress)}}

@@ -11,31 +11,15 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 	"github.com/lab-infra/terraform-provider-spark/internal/pyversion"
 )
 
-// Diagnostic is one finding. Attr is a path below the resource, in
-// Terraform's own notation (head.node_ip, workers["spark2"].node_ip), or
-// "" for the resource as a whole.
-type Diagnostic struct {
-	Rule    Rule // the catalogue's code (rules.go)
-	Warning bool
-	// Now: a fault of what runs now (a registered address gone from its
-	// node, a running worker cut off from its head), not a check that only
-	// guards a start. A plan that starts nothing still fails on it, so a
-	// scheduled `plan -detailed-exitcode` sees it.
-	Now     bool
-	Node    string
-	Attr    []string // path steps; a step "[key]" is a map key
-	Summary string
-	Detail  string
-}
-
 // Node is one planned Ray node with the facts read from it.
 type Node struct {
-	Name    string   // "head" or the worker's map key
-	Path    []string // attribute path of the node object: ["head"] or ["workers", "[spark2]"]
+	Name    string       // "head" or the worker's map key
+	Path    finding.Path // the node object's attribute: head, or workers["spark2"]
 	SSHHost string
 	NodeIP  string // configured node_ip; "" = Ray detects
 	NumGPUs *int64
@@ -45,7 +29,7 @@ type Node struct {
 	RayCommand string
 }
 
-func (n Node) attr(name string) []string { return append(append([]string{}, n.Path...), name) }
+func (n Node) attr(name string) finding.Path { return n.Path.Attr(name) }
 
 // addresses lists a node's addresses for messages, without loopback.
 func addresses(f nodefacts.Facts) string {
@@ -65,7 +49,7 @@ func addresses(f nodefacts.Facts) string {
 }
 
 // NodeIPBound (D3): a configured node_ip must be an address of that node.
-func NodeIPBound(n Node) []Diagnostic {
+func NodeIPBound(n Node) []finding.Finding {
 	if n.NodeIP == "" {
 		return nil
 	}
@@ -73,7 +57,7 @@ func NodeIPBound(n Node) []Diagnostic {
 	if err != nil || n.Facts.HasAddress(ip) {
 		return nil
 	}
-	return []Diagnostic{{Rule: D3, Node: n.Name, Attr: n.attr("node_ip"),
+	return []finding.Finding{{Rule: D3, Node: n.Name, Path: n.attr("node_ip"),
 		Summary: "node_ip is not an address of this node",
 		Detail: fmt.Sprintf("%s (%s): node_ip = %q, but the node's addresses are: %s. Ray would register an address nothing "+
 			"listens on and its processes would fail to bind. Set node_ip to one of the node's addresses (its fabric address "+
@@ -86,12 +70,12 @@ func NodeIPBound(n Node) []Diagnostic {
 // Ray reporting the node alive for up to a minute (its heartbeat timeout)
 // while nothing on the node answers there: the cluster is broken now, and
 // the plan says so even when it would start nothing.
-func RegisteredAddressGone(n Node, registered string) []Diagnostic {
+func RegisteredAddressGone(n Node, registered string) []finding.Finding {
 	ip, err := netip.ParseAddr(registered)
 	if err != nil || n.Facts.HasAddress(ip) {
 		return nil
 	}
-	return []Diagnostic{{Rule: D3, Now: true, Node: n.Name, Attr: n.attr("node_ip"),
+	return []finding.Finding{{Rule: D3, Now: true, Node: n.Name, Path: n.attr("node_ip"),
 		Summary: "The address Ray registered for a node is no longer on it",
 		Detail: fmt.Sprintf("%s (%s): Ray registered it as node:%s, but that address is no longer on the node (its addresses: %s). "+
 			"Ray still counts the node until its heartbeats time out; nothing reaches it there. Bring the interface back (a "+
@@ -101,14 +85,14 @@ func RegisteredAddressGone(n Node, registered string) []Diagnostic {
 
 // PredictHeadIP is what the head will register: node_ip, else Ray's own
 // detection (the source address of the route to 8.8.8.8).
-func PredictHeadIP(head Node) (string, []Diagnostic) {
+func PredictHeadIP(head Node) (string, []finding.Finding) {
 	if head.NodeIP != "" {
 		return head.NodeIP, nil
 	}
 	if head.Facts.DefaultRouteIP != "" {
 		return head.Facts.DefaultRouteIP, nil
 	}
-	return "", []Diagnostic{{Rule: D14, Node: head.Name, Attr: head.attr("node_ip"),
+	return "", []finding.Finding{{Rule: D14, Node: head.Name, Path: head.attr("node_ip"),
 		Summary: "Cannot predict the head's Ray address",
 		Detail: fmt.Sprintf("head (%s) has no default route, so Ray's own detection (the route to 8.8.8.8) would fall back to "+
 			"hostname resolution or 127.0.0.1. Set head.node_ip to the address workers should join (one of: %s).",
@@ -117,14 +101,14 @@ func PredictHeadIP(head Node) (string, []Diagnostic) {
 
 // PredictWorkerIP is what a worker will register: node_ip, else Ray's
 // detection on a worker (the source address of its route to the head).
-func PredictWorkerIP(w Node, headIP string) (string, []Diagnostic) {
+func PredictWorkerIP(w Node, headIP string) (string, []finding.Finding) {
 	if w.NodeIP != "" {
 		return w.NodeIP, nil
 	}
 	if w.Facts.RouteTo != nil && w.Facts.RouteTo.Src != "" {
 		return w.Facts.RouteTo.Src, nil
 	}
-	return "", []Diagnostic{{Rule: D5, Node: w.Name, Attr: w.attr("node_ip"),
+	return "", []finding.Finding{{Rule: D5, Node: w.Name, Path: w.attr("node_ip"),
 		Summary: "Worker has no route to the head",
 		Detail: fmt.Sprintf("worker %q (%s) has no route to the head's Ray address %s, so it can neither join nor detect its own "+
 			"address. Its addresses: %s. Give the head a node_ip on a network this worker shares, or fix the worker's network.",
@@ -135,17 +119,17 @@ func PredictWorkerIP(w Node, headIP string) (string, []Diagnostic) {
 // must be on a directly connected network (no gateway: Ray's fabric traffic
 // does not cross routers in a lab), and when the head is up its GCS port
 // must answer.
-func WorkerReachesHead(w Node, headIP string, gcsPort int) []Diagnostic {
+func WorkerReachesHead(w Node, headIP string, gcsPort int) []finding.Finding {
 	r := w.Facts.RouteTo
 	switch {
 	case r == nil:
-		return []Diagnostic{{Rule: D5, Node: w.Name, Attr: w.attr("ssh_host"),
+		return []finding.Finding{{Rule: D5, Node: w.Name, Path: w.attr("ssh_host"),
 			Summary: "Worker cannot reach the head",
 			Detail: fmt.Sprintf("worker %q (%s) has no route to the head's Ray address %s:%d. Its addresses: %s. "+
 				"Connect the worker to the head's network, or give the head a node_ip on a network the worker shares.",
 				w.Name, w.SSHHost, headIP, gcsPort, addresses(w.Facts))}}
 	case r.Gateway != "":
-		return []Diagnostic{{Rule: D5, Node: w.Name, Attr: w.attr("ssh_host"),
+		return []finding.Finding{{Rule: D5, Node: w.Name, Path: w.attr("ssh_host"),
 			Summary: "Worker reaches the head only through a gateway",
 			Detail: fmt.Sprintf("worker %q (%s) would reach the head's Ray address %s through gateway %s on %s, not over a shared "+
 				"network: it is not on the head's fabric (its addresses: %s). Ray and NCCL traffic would leave the fabric or fail. "+
@@ -153,7 +137,7 @@ func WorkerReachesHead(w Node, headIP string, gcsPort int) []Diagnostic {
 				w.Name, w.SSHHost, headIP, r.Gateway, r.Dev, addresses(w.Facts))}}
 	}
 	if t := w.Facts.TCP; t != "" && t != "open" && t != "unknown" {
-		return []Diagnostic{{Rule: D5, Node: w.Name, Attr: w.attr("ssh_host"),
+		return []finding.Finding{{Rule: D5, Node: w.Name, Path: w.attr("ssh_host"),
 			Summary: "Worker cannot open the head's GCS port",
 			Detail: fmt.Sprintf("worker %q (%s) has a route to %s but a TCP connection to %s:%d failed (%s). "+
 				"Check firewalls between the nodes and that gcs_port is right.", w.Name, w.SSHHost, headIP, headIP, gcsPort, t)}}
@@ -162,21 +146,21 @@ func WorkerReachesHead(w Node, headIP string, gcsPort int) []Diagnostic {
 }
 
 // UniqueIPs (D13): no two nodes may register one IP.
-func UniqueIPs(nodes []Node, registered map[string]string) []Diagnostic {
+func UniqueIPs(nodes []Node, registered map[string]string) []finding.Finding {
 	by := map[string][]string{}
 	for _, n := range nodes {
 		if ip := registered[n.Name]; ip != "" {
 			by[ip] = append(by[ip], n.Name)
 		}
 	}
-	var out []Diagnostic
+	var out []finding.Finding
 	for _, ip := range slices.Sorted(maps.Keys(by)) {
 		names := by[ip]
 		if len(names) < 2 {
 			continue
 		}
 		n := findNode(nodes, names[1])
-		out = append(out, Diagnostic{Rule: D13, Node: names[1], Attr: n.attr("node_ip"),
+		out = append(out, finding.Finding{Rule: D13, Node: names[1], Path: n.attr("node_ip"),
 			Summary: "Two nodes would register the same IP",
 			Detail: fmt.Sprintf("nodes %s would all register %s with Ray. Ray keys nodes by IP (node:%s); vLLM refuses "+
 				"clusters where \"every node should have a unique IP address\". Give each node its own node_ip, or check ssh_host.",
@@ -187,8 +171,8 @@ func UniqueIPs(nodes []Node, registered map[string]string) []Diagnostic {
 
 // SameVersions (D6, D7): Ray refuses to join nodes with another Ray or
 // Python version; say which node has which before anything starts.
-func SameVersions(nodes []Node) []Diagnostic {
-	var out []Diagnostic
+func SameVersions(nodes []Node) []finding.Finding {
+	var out []finding.Finding
 	for _, what := range []struct {
 		rule Rule
 		name string
@@ -213,7 +197,7 @@ func SameVersions(nodes []Node) []Diagnostic {
 			seen[v] = append(seen[v], n.Name)
 		}
 		if len(missing) > 0 {
-			out = append(out, Diagnostic{Rule: what.rule, Summary: what.name + " not found on a node",
+			out = append(out, finding.Finding{Rule: what.rule, Summary: what.name + " not found on a node",
 				Detail: fmt.Sprintf("%s was not found on %s. Install it, or point runtime.host.ray_command at it.", what.name, strings.Join(missing, ", "))})
 		}
 		if len(seen) > 1 {
@@ -221,7 +205,7 @@ func SameVersions(nodes []Node) []Diagnostic {
 			for _, v := range slices.Sorted(maps.Keys(seen)) {
 				parts = append(parts, fmt.Sprintf("%s on %s", v, strings.Join(seen[v], ", ")))
 			}
-			out = append(out, Diagnostic{Rule: what.rule, Summary: what.name + " versions differ across nodes",
+			out = append(out, finding.Finding{Rule: what.rule, Summary: what.name + " versions differ across nodes",
 				Detail: fmt.Sprintf("%s %s. Ray refuses to join nodes whose versions differ. Fix: %s.", what.name, strings.Join(parts, "; "), what.fix)})
 		}
 	}
@@ -232,7 +216,7 @@ func SameVersions(nodes []Node) []Diagnostic {
 // environment their raylet was started with. One value in the cluster-wide
 // env is the same on every node, so it can match at most one node's
 // registered IP.
-func WorkerHostIP(env map[string]string, nodes []Node, registered map[string]string) []Diagnostic {
+func WorkerHostIP(env map[string]string, nodes []Node, registered map[string]string) []finding.Finding {
 	v, ok := env["VLLM_HOST_IP"]
 	if !ok {
 		return nil
@@ -246,7 +230,7 @@ func WorkerHostIP(env map[string]string, nodes []Node, registered map[string]str
 	if len(wrong) == 0 {
 		return nil
 	}
-	return []Diagnostic{{Rule: D10, Attr: []string{"env"},
+	return []finding.Finding{{Rule: D10, Path: finding.Attr("env"),
 		Summary: "VLLM_HOST_IP in env does not match the nodes' Ray addresses",
 		Detail: fmt.Sprintf("env VLLM_HOST_IP = %q reaches Ray on every node, but %s. vLLM's worker actors read VLLM_HOST_IP from "+
 			"their raylet's environment, so their addresses would disagree with Ray's and vLLM's unique-IP checks fail. Remove "+
@@ -258,7 +242,7 @@ const tokenAuthSince = "2.52.0"
 
 // TokenAuthSupported: auth_mode = "token" needs Ray 2.52.0 or later on every
 // node; older raylets would ignore RAY_AUTH_MODE and run unauthenticated.
-func TokenAuthSupported(nodes []Node) []Diagnostic {
+func TokenAuthSupported(nodes []Node) []finding.Finding {
 	var old []string
 	for _, n := range nodes {
 		if v := n.Facts.RayVersion; v != "" && versionLess(v, tokenAuthSince) {
@@ -268,7 +252,7 @@ func TokenAuthSupported(nodes []Node) []Diagnostic {
 	if len(old) == 0 {
 		return nil
 	}
-	return []Diagnostic{{Rule: D16, Attr: []string{"auth_mode"},
+	return []finding.Finding{{Rule: D16, Path: finding.Attr("auth_mode"),
 		Summary: "Ray too old for token authentication",
 		Detail: fmt.Sprintf("auth_mode = \"token\" needs Ray %s or later, but %s: it would run without authentication. "+
 			"Upgrade Ray on every node, or set auth_mode = \"disabled\" knowingly.", tokenAuthSince, strings.Join(old, ", "))}}
@@ -290,8 +274,8 @@ var InterfaceVars = []string{"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOC
 // Values may be comma lists; NCCL's "^" (exclude) and "=" (exact) prefixes
 // are understood; UCX's "mlx5_0:1" device names are not interfaces and
 // are skipped.
-func Interfaces(env map[string]string, nodes []Node, registered map[string]string) []Diagnostic {
-	var out []Diagnostic
+func Interfaces(env map[string]string, nodes []Node, registered map[string]string) []finding.Finding {
+	var out []finding.Finding
 	for _, v := range InterfaceVars {
 		val, ok := env[v]
 		if !ok || val == "" || strings.HasPrefix(val, "^") {
@@ -307,13 +291,13 @@ func Interfaces(env map[string]string, nodes []Node, registered map[string]strin
 				ip := registered[n.Name]
 				switch {
 				case !found:
-					out = append(out, Diagnostic{Rule: D9, Node: n.Name, Attr: []string{"env"},
+					out = append(out, finding.Finding{Rule: D9, Node: n.Name, Path: finding.Attr("env"),
 						Summary: "Interface named in env does not exist",
 						Detail: fmt.Sprintf("env %s = %q, but %s (%s) has no interface %q (its interfaces: %s). "+
 							"Use an interface that exists on every node with the same name, or set the variable per node.",
 							v, val, n.Name, n.SSHHost, name, ifaceNames(n.Facts))})
 				case ip != "" && !carries(iface, ip):
-					out = append(out, Diagnostic{Rule: D9, Node: n.Name, Attr: []string{"env"},
+					out = append(out, finding.Finding{Rule: D9, Node: n.Name, Path: finding.Attr("env"),
 						Summary: "Interface named in env does not carry the node's Ray address",
 						Detail: fmt.Sprintf("env %s = %q, but on %s (%s) interface %s carries %s, not %s, the address Ray registers "+
 							"for that node. Collective traffic would run on another network than Ray's. Name the interface "+
@@ -327,11 +311,11 @@ func Interfaces(env map[string]string, nodes []Node, registered map[string]strin
 }
 
 // GPUs: num_gpus must not exceed the GPUs nvidia-smi lists, where it exists.
-func GPUs(n Node) []Diagnostic {
+func GPUs(n Node) []finding.Finding {
 	if n.NumGPUs == nil || !n.Facts.HasNvidiaSMI || *n.NumGPUs <= int64(n.Facts.GPUCount) {
 		return nil
 	}
-	return []Diagnostic{{Rule: D15, Node: n.Name, Attr: n.attr("num_gpus"),
+	return []finding.Finding{{Rule: D15, Node: n.Name, Path: n.attr("num_gpus"),
 		Summary: "num_gpus exceeds the node's GPUs",
 		Detail: fmt.Sprintf("%s (%s): num_gpus = %d, but nvidia-smi lists %d GPU(s). Ray would advertise GPUs that do not "+
 			"exist and tasks placed on them would fail. Set num_gpus to at most %d, or leave it unset to let Ray count them.",
@@ -344,13 +328,13 @@ func GPUs(n Node) []Diagnostic {
 // may be there is an orphan of this provider: a create of a cluster on this
 // head and port that never finished (startedBy: what its start marker says;
 // "" when there is none), which the apply stops and replaces.
-func GCSPortFree(head Node, port int, startedBy string) []Diagnostic {
+func GCSPortFree(head Node, port int, startedBy string) []finding.Finding {
 	if len(head.Facts.Listeners) == 0 {
 		return nil
 	}
 	holders := strings.Join(head.Facts.Listeners, ", ")
 	if startedBy != "" && strings.Contains(holders, "gcs_server") {
-		return []Diagnostic{{Rule: D12, Node: head.Name, Attr: []string{"gcs_port"}, Warning: true,
+		return []finding.Finding{{Rule: D12, Node: head.Name, Path: finding.Attr("gcs_port"), Warning: true,
 			Summary: "An unfinished create left Ray running on the head",
 			Detail: fmt.Sprintf("gcs_port = %d on the head (%s) is held by the Ray a create of this cluster started and never "+
 				"finished (%s; the apply was interrupted or killed). Apply stops it and creates the cluster.", port, head.SSHHost, startedBy)}}
@@ -360,7 +344,7 @@ func GCSPortFree(head Node, port int, startedBy string) []Diagnostic {
 		fix = "a Ray cluster this resource does not manage is running there: stop it (`ray stop` on the head) or import it " +
 			"(terraform import <address> " + head.SSHHost + ")"
 	}
-	return []Diagnostic{{Rule: D12, Node: head.Name, Attr: []string{"gcs_port"},
+	return []finding.Finding{{Rule: D12, Node: head.Name, Path: finding.Attr("gcs_port"),
 		Summary: "GCS port is already in use on the head",
 		Detail:  fmt.Sprintf("gcs_port = %d is held on the head (%s) by %s: %s.", port, head.SSHHost, holders, fix)}}
 }
@@ -369,11 +353,11 @@ func GCSPortFree(head Node, port int, startedBy string) []Diagnostic {
 // (minutes, on a large one), so a port already held makes it fail late, or,
 // worse, lets the readiness gate talk to whatever holds it. holders are the
 // processes listening on the port on the head.
-func ServePortFree(sshHost string, port int, holders []string) []Diagnostic {
+func ServePortFree(sshHost string, port int, holders []string) []finding.Finding {
 	if len(holders) == 0 {
 		return nil
 	}
-	return []Diagnostic{{Rule: D17, Attr: []string{"port"},
+	return []finding.Finding{{Rule: D17, Path: finding.Attr("port"),
 		Summary: "vLLM port is already in use on the head",
 		Detail: fmt.Sprintf("port = %d is held on the head (%s) by %s. vllm serve would load the model and then fail to bind "+
 			"it. Stop that program, or choose another port.", port, sshHost, strings.Join(holders, ", "))}}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 )
@@ -23,17 +24,17 @@ func spark(external, fabric string) nodefacts.Facts {
 }
 
 func head(nodeIP string) Node {
-	return Node{Name: "head", Path: []string{"head"}, SSHHost: "10.1.230.180", NodeIP: nodeIP,
+	return Node{Name: "head", Path: finding.Attr("head"), SSHHost: "10.1.230.180", NodeIP: nodeIP,
 		Facts: spark("10.1.230.180", "192.168.200.12")}
 }
 
 func worker(route *nodefacts.Route) Node {
 	f := spark("10.1.230.181", "192.168.200.13")
 	f.RouteTo = route
-	return Node{Name: "spark2", Path: []string{"workers", "[spark2]"}, SSHHost: "10.1.230.181", Facts: f}
+	return Node{Name: "spark2", Path: finding.Attr("workers").Key("spark2"), SSHHost: "10.1.230.181", Facts: f}
 }
 
-func one(t *testing.T, got []Diagnostic, want ...string) {
+func one(t *testing.T, got []finding.Finding, want ...string) {
 	t.Helper()
 	if len(got) != 1 {
 		t.Fatalf("want 1 diagnostic, got %d: %+v", len(got), got)
@@ -55,8 +56,8 @@ func TestNodeIPBound(t *testing.T) {
 	}
 	d := NodeIPBound(head("192.168.200.13"))
 	one(t, d, "192.168.200.13", "192.168.200.12 on enp1s0f1np1", "10.1.230.180 on enP7s7")
-	if strings.Join(d[0].Attr, ".") != "head.node_ip" {
-		t.Fatalf("attr = %v", d[0].Attr)
+	if d[0].Path.String() != "head.node_ip" {
+		t.Fatalf("attr = %v", d[0].Path)
 	}
 	if strings.Contains(d[0].Detail, "127.0.0.1") {
 		t.Fatal("loopback listed among the node's addresses")
@@ -231,14 +232,14 @@ func TestPlacementIdentityFieldReport(t *testing.T) {
 	one(t, d, "node:192.168.200.12", "node:10.1.230.180 (head, 1 GPU)", "node:10.1.230.181 (worker, 1 GPU)",
 		`host_ip = "10.1.230.180"`, `node_ip = "192.168.200.12"`, "No available node types can fulfill resource request",
 		"vLLM 0.32.0+cpu runs RayDistributedExecutor", "VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0, from env", `VLLM_USE_RAY_V2_EXECUTOR_BACKEND = "1"`)
-	if d[0].Warning || d[0].Attr[0] != "host_ip" {
+	if d[0].Warning || d[0].Path.String() != "host_ip" {
 		t.Fatalf("want an error on host_ip: %+v", d[0])
 	}
 	// The same mistake given through env is reported on env.
 	d = PlacementIdentity(Placement{PlacementIP: "192.168.200.12", Source: "env", HeadIP: "10.1.230.180", Table: fieldReportTable(), Executor: legacy(t)})
 	one(t, d, "from env.VLLM_HOST_IP")
-	if d[0].Attr[0] != "env" {
-		t.Fatalf("attr = %v", d[0].Attr)
+	if d[0].Path.String() != "env" {
+		t.Fatalf("attr = %v", d[0].Path)
 	}
 }
 
@@ -323,7 +324,7 @@ func TestResolveExecutor(t *testing.T) {
 	// A flag vLLM cannot parse stops it at startup: an error naming env.
 	_, d := ResolveExecutor(Build{Version: "0.32.0"}, ExecutorFlag{Value: "true", Set: true, Source: "env"})
 	one(t, d, `"true"`, "not an integer", "bool(int(...))")
-	if d[0].Warning || d[0].Attr[0] != "env" {
+	if d[0].Warning || d[0].Path.String() != "env" {
 		t.Fatalf("%+v", d[0])
 	}
 	// On a release without the flag, setting it is pointless: a warning.
@@ -349,7 +350,7 @@ func FuzzResolveExecutor(f *testing.F) {
 func TestHostIPConflict(t *testing.T) {
 	ip, src, d := HostIPConflict(HostIPSources{HostIP: "10.0.0.1", Env: "10.0.0.2"})
 	one(t, d, `host_ip = "10.0.0.1"`, `VLLM_HOST_IP = "10.0.0.2"`, "remove VLLM_HOST_IP from env")
-	if ip != "10.0.0.1" || src != "host_ip" || d[0].Attr[0] != "env" {
+	if ip != "10.0.0.1" || src != "host_ip" || d[0].Path.String() != "env" {
 		t.Fatal(ip, src, d)
 	}
 	for _, c := range []struct {

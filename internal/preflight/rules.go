@@ -1,11 +1,14 @@
 package preflight
 
+import "github.com/lab-infra/terraform-provider-spark/internal/finding"
+
 // Rule is the code of one misconfiguration the plan refuses (or warns
 // about), before anything starts. The codes are defined here once; the
 // README's table "What the plan refuses" lists the same codes with the same
 // wording (rules_test.go checks both ways), every diagnostic carries its code,
 // and the user sees it at the end of the diagnostic's detail.
-type Rule string
+// Rule is a rule's code (finding.Rule, which cites it).
+type Rule = finding.Rule
 
 // The catalogue. D1-D13 are the design's; D14-D23 were added with the checks.
 const (
@@ -62,13 +65,4 @@ var Rules = []struct {
 	{D21, "`ray_address` is not a Ray that answers, or not the one whose head is the deployment's head"},
 	{D22, "a `spark_model` target's `address` is not an address of that target, or the source node has no route to it (checked on every plan, whether or not anything needs copying)"},
 	{D23, "a `spark_model` target's directory is owned or writable by another user, or made in a parent another user can write (without the sticky bit), or reached through another user's link"},
-}
-
-// Cite is what a diagnostic's detail ends with: its code, and where the
-// catalogue and the troubleshooting guide explain it.
-func (r Rule) Cite() string {
-	if r == "" {
-		return ""
-	}
-	return "\n\nRule " + string(r) + ` (README "What the plan refuses"; guide "Troubleshooting placement").`
 }

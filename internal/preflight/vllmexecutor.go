@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/pyversion"
 )
 
@@ -105,7 +106,7 @@ type ExecutorFlag struct {
 // from 0.5.5 to 0.20.x pins, and the pin's failure is a silent hang), and
 // Why says so. A flag vLLM cannot parse is a diagnostic: vLLM reads it with
 // bool(int(...)) (vllm/envs.py) and stops at startup.
-func ResolveExecutor(b Build, flag ExecutorFlag) (Executor, []Diagnostic) {
+func ResolveExecutor(b Build, flag ExecutorFlag) (Executor, []finding.Finding) {
 	e := Executor{Version: b.Version}
 	v, readable := ParseVLLMVersion(b.Version)
 	lines := executorLines(b, v, readable)
@@ -125,9 +126,9 @@ func ResolveExecutor(b Build, flag ExecutorFlag) (Executor, []Diagnostic) {
 	case SourceV2Only:
 		e.Name, e.Pinned = ExecutorV2, false
 		e.Why = fmt.Sprintf("vLLM %s has only RayExecutorV2 (%s)", b.Version, lines.why)
-		var diags []Diagnostic
+		var diags []finding.Finding
 		if flag.Set {
-			diags = append(diags, Diagnostic{Rule: D18, Warning: true, Attr: flagAttr(flag),
+			diags = append(diags, finding.Finding{Rule: D18, Warning: true, Path: flagAttr(flag),
 				Summary: ExecutorEnv + " has no effect on this vLLM",
 				Detail: fmt.Sprintf("%s = %q (%s), but vLLM %s removed the variable and the legacy Ray executor: it always runs "+
 					"RayExecutorV2. Remove the variable.", ExecutorEnv, flag.Value, flagSource(flag), b.Version)})
@@ -141,7 +142,7 @@ func ResolveExecutor(b Build, flag ExecutorFlag) (Executor, []Diagnostic) {
 	n, err := strconv.Atoi(strings.TrimSpace(val))
 	if err != nil {
 		e.Name, e.Pinned, e.Why = ExecutorLegacy, true, src
-		return e, []Diagnostic{{Rule: D18, Attr: flagAttr(flag), Summary: "Invalid " + ExecutorEnv,
+		return e, []finding.Finding{{Rule: D18, Path: flagAttr(flag), Summary: "Invalid " + ExecutorEnv,
 			Detail: fmt.Sprintf("%s = %q (%s) is not an integer. vLLM %s reads it with bool(int(...)) (vllm/envs.py) and "+
 				"fails at startup. Use \"1\" for RayExecutorV2 or \"0\" for the legacy executor.", ExecutorEnv, flag.Value, flagSource(flag), b.Version)}}
 	}
@@ -201,9 +202,9 @@ func flagSource(f ExecutorFlag) string {
 	return "from env"
 }
 
-func flagAttr(f ExecutorFlag) []string {
+func flagAttr(f ExecutorFlag) finding.Path {
 	if f.Source == "env" {
-		return []string{"env"}
+		return finding.Attr("env")
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 	"github.com/lab-infra/terraform-provider-spark/internal/pyversion"
 )
@@ -76,9 +77,9 @@ func HostingNodes(nodes []ClusterNode, e Executor, need int) []ClusterNode {
 // be installed on it, in the same version as on the head: without it the
 // actor fails at creation ("No module named 'vllm'"), with another version
 // the driver and its workers disagree on the classes they exchange.
-func VLLMOnWorkers(head Node, hosts []ClusterNode) []Diagnostic {
+func VLLMOnWorkers(head Node, hosts []ClusterNode) []finding.Finding {
 	want := head.Facts.VLLMVersion
-	var out []Diagnostic
+	var out []finding.Finding
 	for _, n := range hosts {
 		if n.Name == head.Name {
 			continue
@@ -86,14 +87,14 @@ func VLLMOnWorkers(head Node, hosts []ClusterNode) []Diagnostic {
 		got := n.Facts.VLLMVersion
 		switch {
 		case got == "":
-			out = append(out, Diagnostic{Rule: D19, Node: n.Name,
+			out = append(out, finding.Finding{Rule: D19, Node: n.Name,
 				Summary: "vLLM is not installed on a node that will host a vLLM worker",
 				Detail: fmt.Sprintf("%s (%s) has GPUs Ray will place vLLM's workers on, but its Ray's Python has no vllm "+
 					"(the head runs vLLM %s). The worker actor would fail at creation with \"No module named 'vllm'\". "+
 					"Install vLLM %s on %s where Ray runs (the same Python, or the same container image).",
 					n.Name, n.SSHHost, want, want, n.Name)})
 		case want != "" && !sameVersion(got, want):
-			out = append(out, Diagnostic{Rule: D19, Node: n.Name,
+			out = append(out, finding.Finding{Rule: D19, Node: n.Name,
 				Summary: "vLLM differs between the head and a node that will host a vLLM worker",
 				Detail: fmt.Sprintf("vLLM %s on %s (%s), but %s on the head where vllm serve runs. The head's driver sends "+
 					"its workers vLLM's own objects, which only the same release reads back. Install vLLM %s on every node.",
@@ -161,7 +162,7 @@ func csv(s string) []string {
 // Sparks cabled on different ports (enp1s0f0np0 on one, enp1s0f1np1 on the
 // other) otherwise pass the plan and fail at NCCL or Gloo init. The head is
 // checked for every variable (vllm serve's own process reads them).
-func WorkerInterfaces(env, clusterEnv map[string]string, e Executor, head Node, headIP string, hosts []ClusterNode) []Diagnostic {
+func WorkerInterfaces(env, clusterEnv map[string]string, e Executor, head Node, headIP string, hosts []ClusterNode) []finding.Finding {
 	out := Interfaces(env, []Node{head}, map[string]string{head.Name: headIP})
 	passed := map[string]string{}
 	for _, v := range InterfaceVars {
@@ -194,17 +195,17 @@ type Listing = nodefacts.Listing
 // passes every other check and fails after the head has loaded, tens of
 // minutes into a large model. Files are compared by name and size, the
 // head's listing being the reference.
-func Weights(model string, head string, hosts []ClusterNode, listings map[string]Listing) []Diagnostic {
+func Weights(model string, head string, hosts []ClusterNode, listings map[string]Listing) []finding.Finding {
 	ref, ok := listings[head]
 	if !ok {
 		return nil
 	}
 	if ref.Missing || len(ref.Files) == 0 {
-		return []Diagnostic{{Rule: D20, Node: head, Attr: []string{"model"}, Summary: "The model is not on the head",
+		return []finding.Finding{{Rule: D20, Node: head, Path: finding.Attr("model"), Summary: "The model is not on the head",
 			Detail: fmt.Sprintf("model = %q: %s on the head has no model files. vLLM would stop at startup. Copy the weights there "+
 				"(a spark_model resource does it), or fix the path.", model, ref.Dir)}}
 	}
-	var out []Diagnostic
+	var out []finding.Finding
 	for _, n := range hosts {
 		if n.Name == head {
 			continue
@@ -214,14 +215,14 @@ func Weights(model string, head string, hosts []ClusterNode, listings map[string
 			continue
 		}
 		if l.Missing {
-			out = append(out, Diagnostic{Rule: D20, Node: n.Name, Attr: []string{"model"}, Summary: "The model is missing on a node that will host a vLLM worker",
+			out = append(out, finding.Finding{Rule: D20, Node: n.Name, Path: finding.Attr("model"), Summary: "The model is missing on a node that will host a vLLM worker",
 				Detail: fmt.Sprintf("model = %q: %s does not exist on %s (%s), which will host a vLLM worker; every worker loads the "+
 					"weights from its own disk. It would fail after the head has loaded. Copy %s to %s (the same path), or mount "+
 					"the same model store on every node.", model, l.Dir, n.Name, n.SSHHost, ref.Dir, n.Name)})
 			continue
 		}
 		if name, why := firstDifference(ref, l); name != "" {
-			out = append(out, Diagnostic{Rule: D20, Node: n.Name, Attr: []string{"model"}, Summary: "The model differs on a node that will host a vLLM worker",
+			out = append(out, finding.Finding{Rule: D20, Node: n.Name, Path: finding.Attr("model"), Summary: "The model differs on a node that will host a vLLM worker",
 				Detail: fmt.Sprintf("model = %q: on %s (%s) %s/%s %s. Every worker loads the weights from its own disk, so it would "+
 					"fail (or load other weights) after the head has loaded. Copy the head's %s to %s again.",
 					model, n.Name, n.SSHHost, l.Dir, name, why, ref.Dir, n.Name)})

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 )
 
@@ -139,7 +140,7 @@ func TestCheckDeploymentAcceptsWhatServes(t *testing.T) {
 	}
 }
 
-func hasError(ds []Diagnostic) bool {
+func hasError(ds []finding.Finding) bool {
 	for _, d := range ds {
 		if !d.Warning {
 			return true

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/nodeexec"
-	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
@@ -19,9 +19,9 @@ import (
 
 func twoWorkers() Spec {
 	worker := func(name, host string) NodeSpec {
-		return NodeSpec{Name: name, Path: []string{"workers", "[" + name + "]"}, Endpoint: transport.Endpoint{Host: host}}
+		return NodeSpec{Name: name, Path: finding.Attr("workers").Key(name), Endpoint: transport.Endpoint{Host: host}}
 	}
-	return Spec{GCSPort: 6379, Head: NodeSpec{Name: HeadName, Path: []string{"head"}, Endpoint: transport.Endpoint{Host: "spark1"}},
+	return Spec{GCSPort: 6379, Head: NodeSpec{Name: HeadName, Path: finding.Attr("head"), Endpoint: transport.Endpoint{Host: "spark1"}},
 		Workers: map[string]NodeSpec{"b": worker("b", "spark3"), "a": worker("a", "spark2")}}
 }
 
@@ -49,12 +49,12 @@ func TestWorkerFailuresInNameOrderOnTheWorker(t *testing.T) {
 		t.Fatalf("got %+v", got)
 	}
 	for _, d := range got {
-		if d.Warning || d.Summary != "Cannot start Ray worker" || len(d.Attr) != 2 || d.Attr[0] != "workers" {
+		if d.Warning || d.Summary != "Cannot start Ray worker" || len(d.Path) != 2 || d.Path[0].Name != "workers" {
 			t.Errorf("%+v", d)
 		}
 	}
-	if got[0].Attr[1] != "[a]" {
-		t.Errorf("the first failure is on %v, want workers[a]", got[0].Attr)
+	if got[0].Path.String() != `workers["a"]` {
+		t.Errorf("the first failure is on %v, want workers[a]", got[0].Path)
 	}
 	if workerFailures(twoWorkers(), "x", nil) != nil {
 		t.Error("no error, yet failures")
@@ -66,14 +66,14 @@ func TestNotRegistered(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		err  error
-		attr []string
+		attr finding.Path
 	}{
-		{"a worker", &RegistrationError{Node: "b", Want: "10.0.0.3"}, []string{"workers", "[b]"}},
+		{"a worker", &RegistrationError{Node: "b", Want: "10.0.0.3"}, finding.Attr("workers").Key("b")},
 		{"the head", &RegistrationError{Node: HeadName, Want: "10.0.0.1"}, nil},
 		{"no table", errors.New("the head's GCS does not answer"), nil},
 	} {
 		d := notRegistered(s, c.err)
-		if d.Warning || d.Summary != "Ray workers did not register as planned" || d.Detail != c.err.Error() || !slices.Equal(d.Attr, c.attr) {
+		if d.Warning || d.Summary != "Ray workers did not register as planned" || d.Detail != c.err.Error() || d.Path.String() != c.attr.String() {
 			t.Errorf("%s: %+v, want on %v", c.name, d, c.attr)
 		}
 	}
@@ -81,7 +81,7 @@ func TestNotRegistered(t *testing.T) {
 
 func TestHasError(t *testing.T) {
 	w := warning(nil, "w", "d")
-	if hasError(nil) || hasError([]preflight.Diagnostic{w}) || !hasError([]preflight.Diagnostic{w, failed(nil, "e", errors.New("x"))}) {
+	if hasError(nil) || hasError([]finding.Finding{w}) || !hasError([]finding.Finding{w, failed(nil, "e", errors.New("x"))}) {
 		t.Error("hasError")
 	}
 }
@@ -111,7 +111,7 @@ func TestRemovedStillAlive(t *testing.T) {
 		t.Errorf("a restarted worker alive again is fine, yet %+v", d)
 	}
 	d := removedStillAlive(table("10.0.0.2", "10.0.0.3"), u, []string{"a", "b"})
-	if d == nil || d.Warning || d.Summary != "Removed worker is still in the cluster" || !slices.Equal(d.Attr, []string{"workers", "[b]"}) ||
+	if d == nil || d.Warning || d.Summary != "Removed worker is still in the cluster" || d.Path.String() != finding.Attr("workers").Key("b").String() ||
 		d.Detail != "Ray on b was stopped but node n-10.0.0.3 (10.0.0.3) is still alive in the node table." {
 		t.Errorf("a removed worker still alive: %+v", d)
 	}
@@ -122,7 +122,7 @@ func TestRemovedStillAlive(t *testing.T) {
 
 func TestUnreachableWorker(t *testing.T) {
 	d := unreachableWorker(twoWorkers().Workers["a"], errors.New("dial tcp spark2:22: i/o timeout"))
-	if !d.Warning || d.Summary != "Worker unreachable: Ray on it was not stopped" || !slices.Equal(d.Attr, []string{"workers", "[a]"}) ||
+	if !d.Warning || d.Summary != "Worker unreachable: Ray on it was not stopped" || d.Path.String() != finding.Attr("workers").Key("a").String() ||
 		!strings.HasPrefix(d.Detail, "dial tcp spark2:22: i/o timeout.\n\nWorker a is removed from state anyway.") {
 		t.Errorf("%+v", d)
 	}

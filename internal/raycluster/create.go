@@ -13,7 +13,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 )
 
@@ -23,11 +23,11 @@ import (
 // that stopped it before anything started) and the apply's own warnings
 // and errors, each on the attribute it is about. On any error, what this
 // create started is stopped again (rollback), and the table is empty.
-func (m *Manager) Create(ctx context.Context, s Spec) (ray.Table, []preflight.Diagnostic) {
+func (m *Manager) Create(ctx context.Context, s Spec) (ray.Table, []finding.Finding) {
 	// The same checks as the plan, now with every value known, before anything starts.
 	p, err := m.PlanCluster(ctx, s, PlanOptions{})
 	if err != nil {
-		return ray.Table{}, []preflight.Diagnostic{failed(nil, "Cannot read the nodes", err)}
+		return ray.Table{}, []finding.Finding{failed(nil, "Cannot read the nodes", err)}
 	}
 	found := p.Diagnostics
 	if hasError(found) {
@@ -63,11 +63,11 @@ type creation struct {
 	plan    *Plan
 	gcsAddr string
 	started []NodeSpec
-	found   []preflight.Diagnostic
+	found   []finding.Finding
 }
 
 // fail records an error; with rollback, after stopping what was started.
-func (c *creation) fail(ctx context.Context, rollback bool, errs ...preflight.Diagnostic) {
+func (c *creation) fail(ctx context.Context, rollback bool, errs ...finding.Finding) {
 	if rollback {
 		c.rollback(ctx)
 	}
@@ -112,7 +112,7 @@ func (c *creation) start(ctx context.Context) (ray.Table, bool) {
 	}
 	token, err := c.m.clusterToken(ctx, s)
 	if err != nil {
-		c.fail(ctx, true, failed([]string{"auth_mode"}, "Cannot read the cluster's auth token", err))
+		c.fail(ctx, true, failed(finding.Attr("auth_mode"), "Cannot read the cluster's auth token", err))
 		return ray.Table{}, false
 	}
 	want := map[string]string{HeadName: p.HeadIP}
@@ -182,9 +182,9 @@ func (c *creation) startAll(ctx context.Context, token string) (workerErrs map[s
 
 // notRegistered is the error of workers that did not register as planned:
 // on the worker's attribute when Ray names one, else on the cluster.
-func notRegistered(s Spec, err error) preflight.Diagnostic {
+func notRegistered(s Spec, err error) finding.Finding {
 	var reg *RegistrationError
-	var attr []string
+	var attr finding.Path
 	if errors.As(err, &reg) && reg.Node != HeadName {
 		attr = s.Workers[reg.Node].Path
 	}

@@ -10,7 +10,7 @@ import (
 	"maps"
 	"sync"
 
-	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
@@ -20,7 +20,7 @@ import (
 // is left out with a warning; any other failure to stop is an error, and
 // the head keeps running while a worker could not be stopped. It returns
 // what it found: warnings, and the errors that failed the destroy.
-func (m *Manager) Destroy(ctx context.Context, s Spec, gcsAddr string) []preflight.Diagnostic {
+func (m *Manager) Destroy(ctx context.Context, s Spec, gcsAddr string) []finding.Finding {
 	s, found := m.dropUnreachable(ctx, s, s.WorkerNames())
 	release, err := m.Lock(ctx, Holder(), endpoints(s)...)
 	if err != nil {
@@ -42,7 +42,7 @@ func (m *Manager) Destroy(ctx context.Context, s Spec, gcsAddr string) []preflig
 
 // stopWorkers stops Ray on the named workers in parallel; the errors, in
 // name order, are each on its worker's attribute.
-func (m *Manager) stopWorkers(ctx context.Context, s Spec, names []string, gcsAddr string) []preflight.Diagnostic {
+func (m *Manager) stopWorkers(ctx context.Context, s Spec, names []string, gcsAddr string) []finding.Finding {
 	var mu sync.Mutex
 	errs := map[string]error{}
 	var wg sync.WaitGroup
@@ -66,8 +66,8 @@ func (m *Manager) stopWorkers(ctx context.Context, s Spec, names []string, gcsAd
 // stops by itself once it has lost its head's GCS for
 // gcs_rpc_server_reconnect_timeout_s (60 s by default, Ray's
 // src/ray/common/ray_config_def.h); and it is no longer in state.
-func (m *Manager) dropUnreachable(ctx context.Context, s Spec, names []string) (Spec, []preflight.Diagnostic) {
-	var found []preflight.Diagnostic
+func (m *Manager) dropUnreachable(ctx context.Context, s Spec, names []string) (Spec, []finding.Finding) {
+	var found []finding.Finding
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
@@ -88,7 +88,7 @@ func (m *Manager) dropUnreachable(ctx context.Context, s Spec, names []string) (
 }
 
 // unreachableWorker is the warning for a worker dropUnreachable leaves out.
-func unreachableWorker(w NodeSpec, err error) preflight.Diagnostic {
+func unreachableWorker(w NodeSpec, err error) finding.Finding {
 	return warning(w.Path, "Worker unreachable: Ray on it was not stopped",
 		fmt.Sprintf("%v.\n\nWorker %s is removed from state anyway. If Ray still runs there, it stops by itself about a minute "+
 			"after it loses the head; if the node comes back with Ray running, run `ray stop` there. The Ray auth token the provider "+

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 )
@@ -120,7 +121,7 @@ func Evaluate(s Spec, o PlanOptions, hf nodefacts.Facts, workerFacts map[string]
 
 // addressBound (D3): a running node's registered address must still be on
 // it (a fault now); otherwise node_ip must be an address of the node.
-func addressBound(n preflight.Node, o PlanOptions) []preflight.Diagnostic {
+func addressBound(n preflight.Node, o PlanOptions) []finding.Finding {
 	if registered, running := o.Known[n.Name]; running {
 		if gone := preflight.RegisteredAddressGone(n, registered); gone != nil {
 			return gone

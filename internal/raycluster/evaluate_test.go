@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
@@ -28,8 +29,8 @@ func box(external, fabric string) nodefacts.Facts {
 func fabricPair() (Spec, nodefacts.Facts, map[string]nodefacts.Facts) {
 	one := int64(1)
 	s := Spec{
-		Head:    NodeSpec{Name: HeadName, Path: []string{"head"}, Endpoint: transport.Endpoint{Host: "10.1.230.180"}, NodeIP: "192.168.200.12", NumGPUs: &one},
-		Workers: map[string]NodeSpec{"spark2": {Name: "spark2", Path: []string{"workers", "[spark2]"}, Endpoint: transport.Endpoint{Host: "10.1.230.181"}, NodeIP: "192.168.200.13", NumGPUs: &one}},
+		Head:    NodeSpec{Name: HeadName, Path: finding.Attr("head"), Endpoint: transport.Endpoint{Host: "10.1.230.180"}, NodeIP: "192.168.200.12", NumGPUs: &one},
+		Workers: map[string]NodeSpec{"spark2": {Name: "spark2", Path: finding.Attr("workers").Key("spark2"), Endpoint: transport.Endpoint{Host: "10.1.230.181"}, NodeIP: "192.168.200.13", NumGPUs: &one}},
 		GCSPort: 6379, AuthToken: true,
 	}
 	w := box("10.1.230.181", "192.168.200.13")

@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
-	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 )
 
@@ -66,11 +66,11 @@ type Discovered struct {
 // registered IP by matching its addresses against the node table. A worker
 // that cannot be read, or is not in the table, is an error on it; the
 // others are still matched.
-func (m *Manager) Discover(ctx context.Context, s Spec) (Discovered, []preflight.Diagnostic) {
+func (m *Manager) Discover(ctx context.Context, s Spec) (Discovered, []finding.Finding) {
 	d := Discovered{Workers: map[string]string{}}
 	addr, err := m.CurrentCluster(ctx, s)
 	if err != nil {
-		return d, []preflight.Diagnostic{failed(nil, "Cannot import the Ray cluster", err)}
+		return d, []finding.Finding{failed(nil, "Cannot import the Ray cluster", err)}
 	}
 	host, port, _ := net.SplitHostPort(addr)
 	d.HeadIP = host
@@ -78,10 +78,10 @@ func (m *Manager) Discover(ctx context.Context, s Spec) (Discovered, []preflight
 	s.GCSPort = d.GCSPort
 	t, err := m.Table(ctx, s, addr)
 	if err != nil || !t.GCSUp {
-		return d, []preflight.Diagnostic{{Summary: "Cannot import the Ray cluster",
+		return d, []finding.Finding{{Summary: "Cannot import the Ray cluster",
 			Detail: fmt.Sprintf("reading the node table at %s: %v %s", addr, err, t.GCSError)}}
 	}
-	var found []preflight.Diagnostic
+	var found []finding.Finding
 	for _, name := range s.WorkerNames() {
 		ip, f := m.matchWorker(ctx, s, s.Workers[name], t, addr)
 		if f != nil {
@@ -99,7 +99,7 @@ func (m *Manager) Discover(ctx context.Context, s Spec) (Discovered, []preflight
 // matchWorker is the IP the node table has alive for one of the worker's
 // addresses (not the head's row), or the error on the worker that says why
 // there is none. gcsAddr names the cluster in that error.
-func (m *Manager) matchWorker(ctx context.Context, s Spec, w NodeSpec, t ray.Table, gcsAddr string) (string, *preflight.Diagnostic) {
+func (m *Manager) matchWorker(ctx context.Context, s Spec, w NodeSpec, t ray.Table, gcsAddr string) (string, *finding.Finding) {
 	addrs, err := m.NodeAddresses(ctx, s, w)
 	if err != nil {
 		d := failed(w.Path, "Cannot import worker", err)
@@ -112,7 +112,7 @@ func (m *Manager) matchWorker(ctx context.Context, s Spec, w NodeSpec, t ray.Tab
 		}
 	}
 	if ip == "" {
-		return "", &preflight.Diagnostic{Attr: w.Path, Summary: "Worker is not in the Ray cluster",
+		return "", &finding.Finding{Path: w.Path, Summary: "Worker is not in the Ray cluster",
 			Detail: fmt.Sprintf("worker %s (%s) has none of its addresses (%s) registered in the cluster at %s.", w.Name,
 				w.Endpoint.Host, strings.Join(addrs, ", "), gcsAddr)}
 	}

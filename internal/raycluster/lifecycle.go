@@ -17,7 +17,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
@@ -286,8 +286,8 @@ func (m *Manager) startWorkers(ctx context.Context, s Spec, names []string, head
 
 // workerFailures are the errors of startWorkers, one per worker, in name
 // order, each on its worker's attribute.
-func workerFailures(s Spec, summary string, errs map[string]error) []preflight.Diagnostic {
-	var out []preflight.Diagnostic
+func workerFailures(s Spec, summary string, errs map[string]error) []finding.Finding {
+	var out []finding.Finding
 	for _, name := range slices.Sorted(maps.Keys(errs)) {
 		out = append(out, failed(s.Workers[name].Path, summary, errs[name]))
 	}

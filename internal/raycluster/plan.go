@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
@@ -40,7 +41,7 @@ type Plan struct {
 	RayVersion  string
 	GPUs        *preflight.PlannedGPUs  // what the nodes will register; nil when not knowable before Ray starts
 	Nodes       []preflight.ClusterNode // every node (head first) with its facts; nil when the head's address is unknown
-	Diagnostics []preflight.Diagnostic
+	Diagnostics []finding.Finding
 	// StopOrphan: the head's GCS port is held by the Ray of a create that
 	// never finished; the create stops it before it starts the head.
 	StopOrphan bool

@@ -3,7 +3,7 @@
 // the apply of a whole cluster with its rollback, and the registered node
 // table. It knows nothing of Terraform; the resources in internal/resources
 // (directly, and through internal/vllmdeploy) turn its results into state
-// and diagnostics. Findings and failures come back as preflight.Diagnostic
+// and diagnostics. Findings and failures come back as finding.Finding
 // values, each naming the attribute it is about.
 //
 // One file per job, so each can be read alone: raycluster.go holds the
@@ -25,8 +25,8 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/nodeexec"
-	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
@@ -36,7 +36,7 @@ const HeadName = "head"
 // NodeSpec is one planned node.
 type NodeSpec struct {
 	Name      string
-	Path      []string // attribute path, for diagnostics
+	Path      finding.Path // the node object's attribute, for findings
 	Endpoint  transport.Endpoint
 	NodeIP    string
 	NumGPUs   *int64
@@ -125,16 +125,16 @@ func (m *Manager) runStdin(ctx context.Context, e transport.Endpoint, step strin
 // failed is one error about the attribute at attr (nil: the resource as a
 // whole), as the apply reports it: the summary the user reads and the
 // error as its detail.
-func failed(attr []string, summary string, err error) preflight.Diagnostic {
-	return preflight.Diagnostic{Attr: attr, Summary: summary, Detail: err.Error()}
+func failed(attr finding.Path, summary string, err error) finding.Finding {
+	return finding.Finding{Path: attr, Summary: summary, Detail: err.Error()}
 }
 
 // warning is failed's counterpart for what went wrong but fails nothing.
-func warning(attr []string, summary, detail string) preflight.Diagnostic {
-	return preflight.Diagnostic{Warning: true, Attr: attr, Summary: summary, Detail: detail}
+func warning(attr finding.Path, summary, detail string) finding.Finding {
+	return finding.Finding{Warning: true, Path: attr, Summary: summary, Detail: detail}
 }
 
 // hasError reports whether any diagnostic is an error, not a warning.
-func hasError(ds []preflight.Diagnostic) bool {
-	return slices.ContainsFunc(ds, func(d preflight.Diagnostic) bool { return !d.Warning })
+func hasError(ds []finding.Finding) bool {
+	return slices.ContainsFunc(ds, func(d finding.Finding) bool { return !d.Warning })
 }

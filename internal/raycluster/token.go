@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
@@ -94,12 +94,12 @@ func (m *Manager) clusterToken(ctx context.Context, s Spec) (string, error) {
 // removeToken removes the auth token the provider wrote on a node whose Ray
 // it stopped; a failure is a warning naming the node and the file (nil
 // when removed, or when there was nothing to remove).
-func (m *Manager) removeToken(ctx context.Context, s Spec, n NodeSpec) []preflight.Diagnostic {
+func (m *Manager) removeToken(ctx context.Context, s Spec, n NodeSpec) []finding.Finding {
 	if !s.AuthToken || s.Runtime.Container != nil {
 		return nil // in a container, the token went with it
 	}
 	if err := m.RemoveToken(ctx, s, n); err != nil {
-		return []preflight.Diagnostic{warning(nil, "Ray auth token left on "+n.Name,
+		return []finding.Finding{warning(nil, "Ray auth token left on "+n.Name,
 			fmt.Sprintf("Ray is stopped on %s (%s), but its auth token (~/.ray/auth_token of the SSH user) could not be removed: %v. "+
 				"Remove it by hand when no other Ray of that user runs there.", n.Name, n.Endpoint.Host, err))}
 	}

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 )
 
@@ -71,8 +71,8 @@ func (u Update) removed() []string {
 // are stopped again: the state keeps the cluster as it was, and a worker
 // joined under this update's settings would be a Ray no state knows (the
 // next plan starts it again).
-func (m *Manager) Reconcile(ctx context.Context, u Update) (ray.Table, []preflight.Diagnostic) {
-	var found []preflight.Diagnostic
+func (m *Manager) Reconcile(ctx context.Context, u Update) (ray.Table, []finding.Finding) {
+	var found []finding.Finding
 	u.Old, found = m.dropUnreachable(ctx, u.Old, u.removed())
 	release, err := m.Lock(ctx, Holder(), endpoints(u.New, u.Old)...)
 	if err != nil {
@@ -86,7 +86,7 @@ func (m *Manager) Reconcile(ctx context.Context, u Update) (ray.Table, []preflig
 	}
 	token, err := m.clusterToken(ctx, u.New)
 	if err != nil {
-		return ray.Table{}, append(found, failed([]string{"auth_mode"}, "Cannot read the cluster's auth token", err))
+		return ray.Table{}, append(found, failed(finding.Attr("auth_mode"), "Cannot read the cluster's auth token", err))
 	}
 	if errs := m.startWorkers(ctx, u.New, u.Start, u.HeadIP, u.Want, token, false, nil); len(errs) > 0 {
 		found = append(found, workerFailures(u.New, "Cannot start Ray worker", errs)...)
@@ -114,9 +114,9 @@ func (m *Manager) Reconcile(ctx context.Context, u Update) (ray.Table, []preflig
 // stopChanged stops Ray on the workers u stops, and only there, in name
 // order; a worker dropped as unreachable is skipped. It returns the
 // workers it stopped and what it found; it stops at the first error.
-func (m *Manager) stopChanged(ctx context.Context, u Update, gcsAddr string) ([]string, []preflight.Diagnostic) {
+func (m *Manager) stopChanged(ctx context.Context, u Update, gcsAddr string) ([]string, []finding.Finding) {
 	var stopped []string
-	var found []preflight.Diagnostic
+	var found []finding.Finding
 	for _, name := range slices.Sorted(maps.Keys(u.Stop)) {
 		w, reachable := u.Old.Workers[name]
 		if !reachable {
@@ -142,8 +142,8 @@ func (m *Manager) stopChanged(ctx context.Context, u Update, gcsAddr string) ([]
 // token it wrote there: state keeps the cluster as it was, so no destroy
 // would know a worker this update added (the next apply writes the token
 // again). A worker it cannot stop is a warning on that worker.
-func (m *Manager) takeBack(ctx context.Context, u Update, gcsAddr string) []preflight.Diagnostic {
-	var found []preflight.Diagnostic
+func (m *Manager) takeBack(ctx context.Context, u Update, gcsAddr string) []finding.Finding {
+	var found []finding.Finding
 	ctx = context.WithoutCancel(ctx)
 	for _, name := range u.Start {
 		w := u.New.Workers[name]
@@ -160,13 +160,13 @@ func (m *Manager) takeBack(ctx context.Context, u Update, gcsAddr string) []pref
 // removedStillAlive: a worker removed from the cluster and stopped must
 // have left Ray's node table; the first (of stopped, in order) still alive
 // there under the IP it registered is the error, nil when none is.
-func removedStillAlive(t ray.Table, u Update, stopped []string) *preflight.Diagnostic {
+func removedStillAlive(t ray.Table, u Update, stopped []string) *finding.Finding {
 	for _, name := range stopped {
 		if _, still := u.New.Workers[name]; still {
 			continue
 		}
 		if n, ok := t.Alive(u.Stop[name].RegisteredIP); ok {
-			return &preflight.Diagnostic{Attr: u.Old.Workers[name].Path, Summary: "Removed worker is still in the cluster",
+			return &finding.Finding{Path: u.Old.Workers[name].Path, Summary: "Removed worker is still in the cluster",
 				Detail: fmt.Sprintf("Ray on %s was stopped but node %s (%s) is still alive in the node table.", name, n.ID, n.IP)}
 		}
 	}

@@ -2,13 +2,12 @@ package resources
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/modelcopy"
-	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
@@ -23,8 +22,8 @@ import (
 
 // guards picks the findings that are faults of what runs now (now true),
 // or the checks that only guard a start (now false).
-func guards(found []preflight.Diagnostic, now bool) []preflight.Diagnostic {
-	var out []preflight.Diagnostic
+func guards(found []finding.Finding, now bool) []finding.Finding {
+	var out []finding.Finding
 	for _, d := range found {
 		if d.Now == now {
 			out = append(out, d)
@@ -119,41 +118,41 @@ func modelError(diags *diag.Diagnostics, summary string, err error) {
 	}
 }
 
-// attrPath turns a preflight attribute path into a framework path.
-func attrPath(steps []string) path.Path {
+// attrPath is a finding's attribute path as the framework's.
+func attrPath(steps finding.Path) path.Path {
 	if len(steps) == 0 {
 		return path.Empty()
 	}
-	p := path.Root(steps[0])
+	p := path.Root(steps[0].Name)
 	for _, s := range steps[1:] {
-		if strings.HasPrefix(s, "[") {
-			p = p.AtMapKey(strings.Trim(s, "[]"))
+		if s.IsKey {
+			p = p.AtMapKey(s.Key)
 			continue
 		}
-		p = p.AtName(s)
+		p = p.AtName(s.Name)
 	}
 	return p
 }
 
 // addPreflight adds what a domain package found to diags: the one way its
 // results reach the user.
-func addPreflight(diags *diag.Diagnostics, found []preflight.Diagnostic) {
+func addPreflight(diags *diag.Diagnostics, found []finding.Finding) {
 	diags.Append(preflightDiags(found)...)
 }
 
 // preflightDiags is found as the framework's diagnostics: each on its
 // attribute, its detail ending with the rule it enforces.
-func preflightDiags(found []preflight.Diagnostic) diag.Diagnostics {
+func preflightDiags(found []finding.Finding) diag.Diagnostics {
 	var diags diag.Diagnostics
 	for _, d := range found {
-		p := attrPath(d.Attr)
+		p := attrPath(d.Path)
 		d.Detail += d.Rule.Cite()
 		switch {
-		case d.Warning && len(d.Attr) > 0:
+		case d.Warning && len(d.Path) > 0:
 			diags.AddAttributeWarning(p, d.Summary, d.Detail)
 		case d.Warning:
 			diags.AddWarning(d.Summary, d.Detail)
-		case len(d.Attr) > 0:
+		case len(d.Path) > 0:
 			diags.AddAttributeError(p, d.Summary, d.Detail)
 		default:
 			diags.AddError(d.Summary, d.Detail)

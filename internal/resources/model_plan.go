@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
 )
@@ -70,7 +71,7 @@ func (r *modelResource) checkReach(ctx context.Context, m *modelModel, diags *di
 		diags.Append(withDestroyHint(found)...)
 		return
 	}
-	var found []preflight.Diagnostic
+	var found []finding.Finding
 	for _, t := range targets {
 		mt := preflight.ModelTarget{Name: t.Name, SSHHost: t.Endpoint.Host, Address: t.Address, Facts: reach.Targets[t.Name],
 			SourceHost: m.Source.SSHHost.ValueString(), SourceRoute: reach.SourceRoute[t.Name], Path: t.Path, Untrusted: reach.Untrusted[t.Name]}

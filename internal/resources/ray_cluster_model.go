@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
@@ -66,7 +67,7 @@ func (m *clusterModel) hasUnknown() bool {
 	return false
 }
 
-func (n *rayNodeModel) spec(ctx context.Context, name string, p []string) (raycluster.NodeSpec, diag.Diagnostics) {
+func (n *rayNodeModel) spec(ctx context.Context, name string, p finding.Path) (raycluster.NodeSpec, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	s := raycluster.NodeSpec{Name: name, Path: p, Endpoint: n.Endpoint(), NodeIP: n.NodeIP.ValueString()}
 	if !n.NumGPUs.IsNull() && !n.NumGPUs.IsUnknown() {
@@ -93,10 +94,10 @@ func (m *clusterModel) spec(ctx context.Context) (raycluster.Spec, diag.Diagnost
 	var d diag.Diagnostics
 	s.Runtime, d = m.Runtime.runtime(ctx, s.GCSPort)
 	diags.Append(d...)
-	s.Head, d = m.Head.spec(ctx, raycluster.HeadName, []string{"head"})
+	s.Head, d = m.Head.spec(ctx, raycluster.HeadName, finding.Attr("head"))
 	diags.Append(d...)
 	for name, w := range m.Workers {
-		s.Workers[name], d = w.spec(ctx, name, []string{"workers", "[" + name + "]"})
+		s.Workers[name], d = w.spec(ctx, name, finding.Attr("workers").Key(name))
 		diags.Append(d...)
 	}
 	if !m.Env.IsNull() {

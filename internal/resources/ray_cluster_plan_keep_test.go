@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
@@ -69,9 +70,9 @@ func TestPlanChecks(t *testing.T) {
 	if len(now) != 0 || found.ErrorsCount() != 1 || found[0].Detail() != "connection refused" {
 		t.Errorf("a read error: found %v, now %v", found, now)
 	}
-	p := &raycluster.Plan{Diagnostics: []preflight.Diagnostic{
-		{Rule: preflight.D5, Attr: []string{"workers", "[w]", "ssh_host"}, Summary: "guards a start", Detail: "a"},
-		{Rule: preflight.D3, Now: true, Attr: []string{"head", "node_ip"}, Summary: "fault now", Detail: "b"},
+	p := &raycluster.Plan{Diagnostics: []finding.Finding{
+		{Rule: preflight.D5, Path: finding.Attr("workers").Key("w").Attr("ssh_host"), Summary: "guards a start", Detail: "a"},
+		{Rule: preflight.D3, Now: true, Path: finding.Attr("head", "node_ip"), Summary: "fault now", Detail: "b"},
 		{Warning: true, Summary: "a warning", Detail: "c"},
 	}}
 	found, now = planChecks(p, nil)

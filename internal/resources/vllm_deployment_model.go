@@ -52,11 +52,10 @@ type headAccess struct {
 	providerdata.NodeAccess
 }
 
+// servedName is the name clients ask for (vllm.ServedName: the model's
+// unless served_model_name is set).
 func (m *vllmModel) servedName() string {
-	if !m.ServedModelName.IsNull() && !m.ServedModelName.IsUnknown() && m.ServedModelName.ValueString() != "" {
-		return m.ServedModelName.ValueString()
-	}
-	return m.Model.ValueString()
+	return vllm.ServedName(m.ServedModelName.ValueString(), m.Model.ValueString())
 }
 
 // gcsPortOf is ray_address's port: the cluster's GCS port, which names its
@@ -158,11 +157,7 @@ func adopt(m *vllmModel, run *vllm.Running) {
 	o := run.Options
 	m.ProcessIdentity = types.StringValue(run.Identity)
 	m.Model = types.StringValue(o.Model)
-	served := o.ServedName
-	if served == "" {
-		served = o.Model
-	}
-	m.ServedModelName = types.StringValue(served)
+	m.ServedModelName = types.StringValue(vllm.ServedName(o.ServedName, o.Model))
 	m.TP = types.Int64Value(int64(o.TP))
 	m.PP = types.Int64Value(int64(o.PP))
 	m.Host = types.StringValue(o.Host)

@@ -15,6 +15,7 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/inputs"
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
+	"github.com/lab-infra/terraform-provider-spark/internal/vllm"
 )
 
 // check runs vllmdeploy.Check and turns its findings into diagnostics.
@@ -71,10 +72,11 @@ func (r *vllmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 // The served name left out of the configuration is the model's, also when
 // the state has another (Terraform's proposal keeps the state's value of
 // a computed attribute the configuration drops, and the server would keep
-// serving the old name).
+// serving the old name). A name the configuration takes from a value not
+// known yet stays unknown.
 func planComputed(plan, config *vllmModel) {
-	if (plan.ServedModelName.IsUnknown() || config.ServedModelName.IsNull()) && !plan.Model.IsUnknown() {
-		plan.ServedModelName = types.StringValue(plan.Model.ValueString())
+	if (plan.ServedModelName.IsUnknown() || config.ServedModelName.IsNull()) && !plan.Model.IsUnknown() && !config.ServedModelName.IsUnknown() {
+		plan.ServedModelName = types.StringValue(vllm.ServedName(config.ServedModelName.ValueString(), plan.Model.ValueString()))
 	}
 	if !plan.Head.SSHHost.IsUnknown() && !plan.Port.IsUnknown() {
 		plan.ID = types.StringValue(net.JoinHostPort(plan.Head.SSHHost.ValueString(), strconv.FormatInt(plan.Port.ValueInt64(), 10)))

@@ -29,6 +29,19 @@ type ServeOptions struct {
 	ExtraArgs  []string
 }
 
+// ServedName is the name clients ask a server for: --served-model-name,
+// or the model when it is not given (vLLM's init_app_state in
+// vllm/entrypoints/openai/api_server.py: served_model_names = [args.model]
+// when args.served_model_name is None; the same in 0.11.0 and 0.32.0).
+// The provider's one statement of that default: the plan, an import and
+// the status of a running server all read the name through it.
+func ServedName(served, model string) string {
+	if served != "" {
+		return served
+	}
+	return model
+}
+
 // DefaultHost is where the provider has vLLM listen unless told otherwise:
 // every address of the head, as the OpenAI endpoint is for other machines.
 const DefaultHost = "0.0.0.0"

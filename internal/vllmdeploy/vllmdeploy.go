@@ -3,7 +3,7 @@
 // Terraform: the spark_vllm_deployment resource turns its model into a Spec
 // and the results back into state, as spark_ray_cluster does with
 // internal/raycluster. Findings and failures come back as
-// preflight.Diagnostic values, each naming the attribute it is about.
+// finding.Finding values, each naming the attribute it is about.
 package vllmdeploy
 
 import (
@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +20,8 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
+	"github.com/lab-infra/terraform-provider-spark/internal/inputs"
 	"github.com/lab-infra/terraform-provider-spark/internal/modelcopy"
 	"github.com/lab-infra/terraform-provider-spark/internal/nodeexec"
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
@@ -54,12 +55,7 @@ type Spec struct {
 }
 
 // Served is the name clients ask for.
-func (s Spec) Served() string {
-	if s.ServedName != "" {
-		return s.ServedName
-	}
-	return s.Model
-}
+func (s Spec) Served() string { return vllm.ServedName(s.ServedName, s.Model) }
 
 func (s Spec) command() string {
 	if s.VLLMCommand != "" {
@@ -107,18 +103,18 @@ func where(rt nodeexec.Runtime) string {
 	return "on the host"
 }
 
-func failed(attr []string, summary string, err error) []preflight.Diagnostic {
-	return []preflight.Diagnostic{{Attr: attr, Summary: summary, Detail: err.Error()}}
+func failed(attr finding.Path, summary string, err error) []finding.Finding {
+	return []finding.Finding{{Path: attr, Summary: summary, Detail: err.Error()}}
 }
 
-var headHost = []string{"head", "ssh_host"}
+var headHost = finding.Attr("head", "ssh_host")
 
 // Check runs the placement rules against the head, as vLLM will see it from
 // where it runs, and against Ray's live table — or, on a first plan, against
 // what the cluster's plan concluded in this run. own is the GPUs this
 // deployment's running server holds (and frees on restart); ownPort says the
 // port is held by that server.
-func (m *Manager) Check(ctx context.Context, s Spec, own float64, ownPort bool) (preflight.Concluded, []preflight.Diagnostic) {
+func (m *Manager) Check(ctx context.Context, s Spec, own float64, ownPort bool) (preflight.Concluded, []finding.Finding) {
 	concluded, found, _ := m.check(ctx, s, own, ownPort)
 	return concluded, found
 }
@@ -132,21 +128,21 @@ type leftover struct {
 
 // check is Check, also returning the unfinished launch it read (only when
 // ownPort is false), so Launch stops it without reading the marker again.
-func (m *Manager) check(ctx context.Context, s Spec, own float64, ownPort bool) (preflight.Concluded, []preflight.Diagnostic, leftover) {
+func (m *Manager) check(ctx context.Context, s Spec, own float64, ownPort bool) (preflight.Concluded, []finding.Finding, leftover) {
 	var none preflight.Concluded
 	var left leftover
-	var unfinished []preflight.Diagnostic
+	var unfinished []finding.Finding
 	facts, headIP, found := m.readHead(ctx, s)
 	if found != nil {
 		return none, found, left
 	}
 	if !ownPort {
-		var d *preflight.Diagnostic
+		var d *finding.Finding
 		left, d = m.unfinishedLaunch(ctx, s)
 		switch {
 		case d == nil:
 		case !d.Warning:
-			return none, []preflight.Diagnostic{*d}, leftover{}
+			return none, []finding.Finding{*d}, leftover{}
 		default:
 			// Its placement group holds GPUs the apply frees by stopping
 			// it. How many is not recorded; same user, same port: taken
@@ -157,12 +153,12 @@ func (m *Manager) check(ctx context.Context, s Spec, own float64, ownPort bool) 
 	}
 	par, err := vllm.ParseParallel(s.ExtraArgs)
 	if err != nil {
-		return none, failed([]string{"extra_args"}, "Invalid extra_args", err), left
+		return none, failed(finding.Attr("extra_args"), "Invalid extra_args", err), left
 	}
 	dep := newDeployment(s, facts, headIP, own, ownPort, par)
 	m.addLiveTable(ctx, s, &dep)
 	if err := m.addCluster(ctx, s, &dep); err != nil {
-		return none, failed([]string{"model"}, "Cannot list the model's files on the nodes", err), left
+		return none, failed(finding.Attr("model"), "Cannot list the model's files on the nodes", err), left
 	}
 	concluded, found := preflight.CheckDeployment(dep)
 	return concluded, append(unfinished, found...), left
@@ -172,7 +168,7 @@ func (m *Manager) check(ctx context.Context, s Spec, own float64, ownPort bool) 
 // container (a throwaway one from its image when none runs yet), else the
 // host; and the head's IP from ray_address. A failure comes back as the
 // diagnostics to report.
-func (m *Manager) readHead(ctx context.Context, s Spec) (nodefacts.Facts, string, []preflight.Diagnostic) {
+func (m *Manager) readHead(ctx context.Context, s Spec) (nodefacts.Facts, string, []finding.Finding) {
 	conn, err := m.Pool.Get(ctx, s.Head)
 	if err != nil {
 		return nodefacts.Facts{}, "", failed(headHost, "Cannot reach the head", err)
@@ -188,7 +184,7 @@ func (m *Manager) readHead(ctx context.Context, s Spec) (nodefacts.Facts, string
 	}
 	headIP, _, err := net.SplitHostPort(s.RayAddress)
 	if err != nil {
-		return nodefacts.Facts{}, "", failed([]string{"ray_address"}, "Invalid ray_address",
+		return nodefacts.Facts{}, "", failed(finding.Attr("ray_address"), "Invalid ray_address",
 			fmt.Errorf("ray_address = %q is not <ip>:<port>: use spark_ray_cluster.<name>.head_address", s.RayAddress))
 	}
 	return facts, headIP, nil
@@ -199,7 +195,7 @@ func (m *Manager) readHead(ctx context.Context, s Spec) (nodefacts.Facts, string
 // is refused (an error diagnostic); a server left by one that stopped is
 // this provider's own, which the apply replaces (a warning). Neither: no
 // diagnostic.
-func (m *Manager) unfinishedLaunch(ctx context.Context, s Spec) (leftover, *preflight.Diagnostic) {
+func (m *Manager) unfinishedLaunch(ctx context.Context, s Spec) (leftover, *finding.Finding) {
 	var left leftover
 	var holder string
 	var launching bool
@@ -225,16 +221,16 @@ func (m *Manager) unfinishedLaunch(ctx context.Context, s Spec) (leftover, *pref
 // anotherLaunch refuses a plan while another apply (this SSH user, another
 // state or workspace) is launching on this head and port: its server is
 // loading, and stopping it would throw that load away.
-func anotherLaunch(s Spec, identity, holder string) preflight.Diagnostic {
-	return preflight.Diagnostic{Attr: []string{"port"}, Summary: "Another apply is launching vllm serve on this port",
+func anotherLaunch(s Spec, identity, holder string) finding.Finding {
+	return finding.Finding{Path: finding.Attr("port"), Summary: "Another apply is launching vllm serve on this port",
 		Detail: fmt.Sprintf("vllm serve (process %s) is being launched on port %d of %s by %s, which holds the launch lock while "+
 			"the model loads. Wait for that apply to finish, or give this deployment another port.", identity, s.Port, s.Head.Host, holder)}
 }
 
 // leftRunning warns of the server an interrupted launch left, which the
 // apply stops and replaces.
-func leftRunning(s Spec, identity, holder string) preflight.Diagnostic {
-	return preflight.Diagnostic{Warning: true, Attr: []string{"port"},
+func leftRunning(s Spec, identity, holder string) finding.Finding {
+	return finding.Finding{Warning: true, Path: finding.Attr("port"),
 		Summary: "An unfinished launch left vllm serve running on the head",
 		Detail: fmt.Sprintf("vllm serve (process %s) was launched on port %d by %s, which stopped before it answered "+
 			"(killed while the model loaded). It is this provider's own: the apply stops it and starts this deployment's server.",
@@ -334,13 +330,11 @@ func modelSource(s Spec) (dir, repo string) {
 	switch {
 	case strings.HasPrefix(s.Model, "/"):
 		return s.Model, ""
-	case hfRepo.MatchString(s.Model) && slices.Contains([]string{"1", "ON", "YES", "TRUE"}, strings.ToUpper(s.Env["HF_HUB_OFFLINE"])):
+	case inputs.HFRepository(s.Model) == nil && slices.Contains([]string{"1", "ON", "YES", "TRUE"}, strings.ToUpper(s.Env["HF_HUB_OFFLINE"])):
 		return "", s.Model
 	}
 	return "", ""
 }
-
-var hfRepo = regexp.MustCompile(`^[A-Za-z0-9][\w.-]*/[\w.-]+$`)
 
 // listings reads the model's files on every node that will host a vLLM
 // worker, in parallel, where Ray (and so vLLM) runs on it.
@@ -410,7 +404,7 @@ type Launched struct {
 // serve, and waits until it answers a completion. On any failure it stops
 // what it started and reports the server log's tail: nothing is left
 // running.
-func (m *Manager) Launch(ctx context.Context, s Spec, sec Secrets, own float64) (Launched, []preflight.Diagnostic) {
+func (m *Manager) Launch(ctx context.Context, s Spec, sec Secrets, own float64) (Launched, []finding.Finding) {
 	concluded, found, left := m.check(ctx, s, own, false)
 	if hasError(found) {
 		return Launched{}, found
@@ -425,7 +419,7 @@ func (m *Manager) Launch(ctx context.Context, s Spec, sec Secrets, own float64) 
 	// stopped: another apply finds the lock held and is refused.
 	dir, unlock, err := srv.LockLaunch(ctx)
 	if err != nil {
-		return Launched{}, failed([]string{"port"}, "Cannot take the vLLM launch lock", err)
+		return Launched{}, failed(finding.Attr("port"), "Cannot take the vLLM launch lock", err)
 	}
 	defer unlock()
 	if d := stopLeftover(ctx, srv, left); d != nil {
@@ -445,7 +439,7 @@ func (m *Manager) Launch(ctx context.Context, s Spec, sec Secrets, own float64) 
 		return Launched{}, d
 	}
 	if err := srv.Settled(ctx); err != nil {
-		found = append(found, preflight.Diagnostic{Warning: true, Summary: "Cannot remove the vLLM start marker",
+		found = append(found, finding.Finding{Warning: true, Summary: "Cannot remove the vLLM start marker",
 			Detail: fmt.Sprintf("%v\n\nvLLM serves. Should this deployment's state be lost, the next plan would take its server "+
 				"for an unfinished launch and replace it.", err)})
 	}
@@ -454,8 +448,8 @@ func (m *Manager) Launch(ctx context.Context, s Spec, sec Secrets, own float64) 
 }
 
 // hasError reports whether any diagnostic is an error, not a warning.
-func hasError(ds []preflight.Diagnostic) bool {
-	return slices.ContainsFunc(ds, func(d preflight.Diagnostic) bool { return !d.Warning })
+func hasError(ds []finding.Finding) bool {
+	return slices.ContainsFunc(ds, func(d finding.Finding) bool { return !d.Warning })
 }
 
 // launchEnv is the environment vllm serve starts with: the deployment's
@@ -477,7 +471,7 @@ func launchEnv(s Spec, sec Secrets) map[string]string {
 
 // stopLeftover stops the server an unfinished launch left (check read it),
 // so the port is free for this one.
-func stopLeftover(ctx context.Context, srv vllm.Server, left leftover) []preflight.Diagnostic {
+func stopLeftover(ctx context.Context, srv vllm.Server, left leftover) []finding.Finding {
 	if left.err != nil {
 		return failed(nil, "Cannot read the vLLM start marker", left.err)
 	}
@@ -493,14 +487,14 @@ func stopLeftover(ctx context.Context, srv vllm.Server, left leftover) []preflig
 // apiKey is the key the readiness check presents: the write-only api_key,
 // else the one in api_key_file on the head. Should the file not be read,
 // the server just launched (process id) is stopped.
-func apiKey(ctx context.Context, srv vllm.Server, s Spec, sec Secrets, id string) (string, []preflight.Diagnostic) {
+func apiKey(ctx context.Context, srv vllm.Server, s Spec, sec Secrets, id string) (string, []finding.Finding) {
 	if sec.APIKey != "" || s.APIKeyFile == "" {
 		return sec.APIKey, nil
 	}
 	key, err := srv.ReadKeyFile(ctx, s.APIKeyFile)
 	if err != nil {
 		_ = srv.Stop(context.WithoutCancel(ctx), id, 10*time.Second)
-		return "", failed([]string{"api_key_file"}, "Cannot read api_key_file", err)
+		return "", failed(finding.Attr("api_key_file"), "Cannot read api_key_file", err)
 	}
 	return key, nil
 }
@@ -508,7 +502,7 @@ func apiKey(ctx context.Context, srv vllm.Server, s Spec, sec Secrets, id string
 // awaitReady waits until the server just launched (process id) answers a
 // completion, and checks the answer came from it. If not, it stops the
 // server and reports the tail of its log.
-func awaitReady(ctx context.Context, srv vllm.Server, s Spec, key, id string) []preflight.Diagnostic {
+func awaitReady(ctx context.Context, srv vllm.Server, s Spec, key, id string) []finding.Finding {
 	err := srv.Ready(ctx, s.Served(), key, id, nil)
 	if err == nil {
 		// Ready is what answered on the port; it must be the process this
@@ -545,7 +539,7 @@ const (
 // Status reads what the process identity runs now: Serving when it runs,
 // /health answers and it serves s's model; Stopped, Unhealthy, or "serving
 // <name>" when another model answers. An error: the head could not be read.
-func (m *Manager) Status(ctx context.Context, s Spec, identity string) (string, []preflight.Diagnostic) {
+func (m *Manager) Status(ctx context.Context, s Spec, identity string) (string, []finding.Finding) {
 	srv, err := m.server(ctx, s)
 	if err != nil {
 		return "", failed(headHost, "Cannot reach the head", err)
@@ -571,11 +565,7 @@ func (m *Manager) Status(ctx context.Context, s Spec, identity string) (string, 
 		return Busy, nil
 	}
 	if run != nil && run.Identity == identity {
-		served := run.Options.ServedName
-		if served == "" {
-			served = run.Options.Model
-		}
-		if served != s.Served() {
+		if served := vllm.ServedName(run.Options.ServedName, run.Options.Model); served != s.Served() {
 			return Serving + " " + served, nil
 		}
 	}
@@ -583,7 +573,7 @@ func (m *Manager) Status(ctx context.Context, s Spec, identity string) (string, 
 }
 
 // Find reads the server listening on s's port, for an import.
-func (m *Manager) Find(ctx context.Context, s Spec) (*vllm.Running, []preflight.Diagnostic) {
+func (m *Manager) Find(ctx context.Context, s Spec) (*vllm.Running, []finding.Finding) {
 	srv, err := m.server(ctx, s)
 	if err != nil {
 		return nil, failed(headHost, "Cannot reach the head", err)
@@ -597,7 +587,7 @@ func (m *Manager) Find(ctx context.Context, s Spec) (*vllm.Running, []preflight.
 
 // Stop stops the process identity (and its process group) and removes its
 // environment file; an identity that no longer runs is already stopped.
-func (m *Manager) Stop(ctx context.Context, s Spec, identity string) []preflight.Diagnostic {
+func (m *Manager) Stop(ctx context.Context, s Spec, identity string) []finding.Finding {
 	srv, err := m.server(ctx, s)
 	if err != nil {
 		return failed(headHost, "Cannot reach the head", err)

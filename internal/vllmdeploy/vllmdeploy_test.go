@@ -6,7 +6,7 @@ import (
 	"maps"
 	"testing"
 
-	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/vllm"
 )
 
@@ -26,21 +26,21 @@ func TestLaunchEnvLayers(t *testing.T) {
 }
 
 func TestHasError(t *testing.T) {
-	warn := preflight.Diagnostic{Warning: true, Summary: "w"}
-	if hasError(nil) || hasError([]preflight.Diagnostic{warn}) {
+	warn := finding.Finding{Warning: true, Summary: "w"}
+	if hasError(nil) || hasError([]finding.Finding{warn}) {
 		t.Fatal("warnings alone counted as an error")
 	}
-	if !hasError([]preflight.Diagnostic{warn, {Summary: "e"}}) {
+	if !hasError([]finding.Finding{warn, {Summary: "e"}}) {
 		t.Fatal("an error among warnings was missed")
 	}
 }
 
 func TestUnfinishedLaunchDiagnostics(t *testing.T) {
 	s := Spec{Port: 8000}
-	if d := anotherLaunch(s, "12:34", "ops@laptop"); d.Warning || d.Attr[0] != "port" {
+	if d := anotherLaunch(s, "12:34", "ops@laptop"); d.Warning || d.Path.String() != "port" {
 		t.Fatalf("a launch under way must refuse the plan on port: %+v", d)
 	}
-	if d := leftRunning(s, "12:34", "ops@laptop"); !d.Warning || d.Attr[0] != "port" {
+	if d := leftRunning(s, "12:34", "ops@laptop"); !d.Warning || d.Path.String() != "port" {
 		t.Fatalf("a server left running must only warn, on port: %+v", d)
 	}
 }
