@@ -591,3 +591,45 @@ func (t *Terraform) Import(ctx context.Context, name, id string) (State, error) 
 	}
 	return State{Value: v, Private: r.Private}, err
 }
+
+// ReadData is a data source's read in `terraform plan`: validate, then
+// read. It returns the data source's value as JSON holds it (objects as
+// maps, lists as slices, numbers as float64), or a *StepError.
+func (t *Terraform) ReadData(ctx context.Context, name string, config map[string]any) (map[string]any, error) {
+	s, ok := t.schemas.DataSourceSchemas[name]
+	if !ok {
+		return nil, fmt.Errorf("no data source %s", name)
+	}
+	cfg, err := dynamic(s.ValueType(), config)
+	if err != nil {
+		return nil, err
+	}
+	v, err := t.srv.ValidateDataResourceConfig(ctx, &tfprotov6.ValidateDataResourceConfigRequest{TypeName: name, Config: cfg})
+	if err != nil {
+		return nil, err
+	}
+	if err := t.diags("validate data."+name, v.Diagnostics); err != nil {
+		return nil, err
+	}
+	r, err := t.srv.ReadDataSource(ctx, &tfprotov6.ReadDataSourceRequest{TypeName: name, Config: cfg})
+	if err != nil {
+		return nil, err
+	}
+	if err := t.diags("read data."+name, r.Diagnostics); err != nil {
+		return nil, err
+	}
+	val, err := r.State.Unmarshal(s.ValueType())
+	if err != nil {
+		return nil, err
+	}
+	j, err := jsonOf(val)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(j)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	return out, json.Unmarshal(b, &out)
+}
