@@ -3,7 +3,6 @@ package sim
 import (
 	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/transport/sshtest"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -318,31 +318,16 @@ func refuseGlobal(reqs <-chan *ssh.Request) {
 	}
 }
 
-// session answers the first exec request of a session with the model and
-// ends it with the command's exit status; other requests are refused.
+// session answers the first exec request of a session from the model,
+// after the node's exec delay, and counts it (sshtest.ServeExec).
 func (n *nodeServer) session(nc ssh.NewChannel) {
-	ch, reqs, err := nc.Accept()
-	if err != nil {
-		return
-	}
-	defer func() { _ = ch.Close() }()
-	for r := range reqs {
-		var exe struct{ Command string }
-		if r.Type != "exec" || ssh.Unmarshal(r.Payload, &exe) != nil {
-			_ = r.Reply(false, nil)
-			continue
-		}
-		_ = r.Reply(true, nil)
-		go ssh.DiscardRequests(reqs)
+	sshtest.ServeExec(nc, func(ch ssh.Channel, command string) uint32 {
 		start := time.Now()
 		time.Sleep(n.exec)
-		status, route := n.fleet.Model.answer(n.index, exe.Command, stdio{in: ch, out: ch, err: ch.Stderr()})
-		n.fleet.counters.ran(route, exe.Command, start)
-		b := make([]byte, 4)
-		binary.BigEndian.PutUint32(b, status)
-		_, _ = ch.SendRequest("exit-status", false, b)
-		return
-	}
+		status, route := n.fleet.Model.answer(n.index, command, stdio{in: ch, out: ch, err: ch.Stderr()})
+		n.fleet.counters.ran(route, command, start)
+		return status
+	})
 }
 
 // String is host:port, as known_hosts and messages name the node.

@@ -53,9 +53,14 @@ func (s *Server) globalRequests(reqs <-chan *ssh.Request) {
 	}
 }
 
-// session runs the first "exec" request of a session and ends it with the
-// command's exit status; other requests are refused.
-func (s *Server) session(nc ssh.NewChannel) {
+// session runs the first "exec" request of a session with /bin/sh.
+func (s *Server) session(nc ssh.NewChannel) { ServeExec(nc, s.exec) }
+
+// ServeExec accepts a session and answers its first "exec" request with
+// run, then ends the session with run's exit status as sshd does; other
+// requests are refused. The unit tests' server and the simulated nodes
+// (internal/sim) both answer sessions through it.
+func ServeExec(nc ssh.NewChannel, run func(ch ssh.Channel, command string) uint32) {
 	ch, reqs, err := nc.Accept()
 	if err != nil {
 		return
@@ -68,7 +73,8 @@ func (s *Server) session(nc ssh.NewChannel) {
 			continue
 		}
 		_ = r.Reply(true, nil)
-		status := s.exec(ch, exe.Command)
+		go ssh.DiscardRequests(reqs)
+		status := run(ch, exe.Command)
 		b := make([]byte, 4)
 		binary.BigEndian.PutUint32(b, status)
 		_, _ = ch.SendRequest("exit-status", false, b)
