@@ -26,7 +26,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/datasources"
-	"github.com/lab-infra/terraform-provider-spark/internal/modelcopy"
+	"github.com/lab-infra/terraform-provider-spark/internal/planmemo"
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
 	"github.com/lab-infra/terraform-provider-spark/internal/resources"
@@ -205,7 +205,7 @@ func (p *sparkProvider) Configure(ctx context.Context, req provider.ConfigureReq
 		"known_hosts_file": cfg.KnownHostsFile, "use_agent": cfg.UseAgent, "bastion": cfg.Bastion != nil,
 		"max_parallel": cfg.MaxParallel,
 	})
-	data := &providerdata.Data{Pool: pool, Clusters: raycluster.NewManager(pool), Models: &modelcopy.Planned{}}
+	data := &providerdata.Data{Pool: pool, Clusters: raycluster.NewManager(pool), Memo: &planmemo.Memo{}}
 	resp.DataSourceData = data
 	resp.ResourceData = data
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/lab-infra/terraform-provider-spark/internal/modelcopy"
+	"github.com/lab-infra/terraform-provider-spark/internal/planmemo"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
@@ -28,7 +28,7 @@ import (
 type Data struct {
 	Pool     *transport.Pool
 	Clusters *raycluster.Manager // one per provider process: shares node-table snapshots
-	Models   *modelcopy.Planned  // what the spark_model plans of this run put on nodes
+	Memo     *planmemo.Memo      // what this run's plans concluded, for the plans after them
 }
 
 // From recovers Data in a resource's or data source's Configure. A nil

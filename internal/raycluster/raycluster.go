@@ -8,8 +8,7 @@
 //
 // One file per job, so each can be read alone: raycluster.go holds the
 // planned cluster (Spec) and the Manager every operation goes through;
-// memo.go what this process's plans concluded, for later plans; table.go
-// Ray's node table; plan.go the plan-time reads and evaluate.go the pure
+// table.go Ray's node table; plan.go the plan-time reads and evaluate.go the pure
 // rules run on them; lock.go node locks and start markers; lifecycle.go
 // start, stop and registration of a node; create.go, update.go and
 // destroy.go a whole cluster's apply (Create, Reconcile, Destroy), each in
@@ -105,7 +104,6 @@ type Manager struct {
 	mu        sync.Mutex          // guards snapshots and tokens
 	snapshots map[string]snapshot // head SSH host|GCS address -> node table read moments ago (table.go)
 	tokens    map[string]string   // tokenKey -> Ray's auth token as the head holds it (table.go)
-	memo      planMemo            // what this run's cluster plans concluded (memo.go)
 }
 
 // NewManager is the provider-wide cluster manager.

@@ -115,11 +115,11 @@ func (r *modelResource) recordPlanned(ctx context.Context, plan *modelModel, dia
 	for p, f := range man {
 		files[p] = f.Size
 	}
-	planned := r.data.Models
-	planned.Put(plan.Source.SSHHost.ValueString(), plan.Source.Path.ValueString(), files)
+	planned := r.data.Memo
+	planned.PutModel(plan.Source.SSHHost.ValueString(), plan.Source.Path.ValueString(), files)
 	for _, t := range plan.Targets {
 		if !t.SSHHost.IsUnknown() && !t.Path.IsUnknown() {
-			planned.Put(t.SSHHost.ValueString(), t.Path.ValueString(), files)
+			planned.PutModel(t.SSHHost.ValueString(), t.Path.ValueString(), files)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/planmemo"
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
@@ -30,7 +31,8 @@ var (
 func NewRayCluster() resource.Resource { return &rayClusterResource{} }
 
 type rayClusterResource struct {
-	mgr *raycluster.Manager
+	mgr  *raycluster.Manager
+	memo *planmemo.Memo // what this run's plans concluded: the deployments planned after the cluster read it
 }
 
 func (r *rayClusterResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -41,7 +43,7 @@ func (r *rayClusterResource) Configure(_ context.Context, req resource.Configure
 	data, diags := providerdata.From(req.ProviderData)
 	resp.Diagnostics.Append(diags...)
 	if data != nil {
-		r.mgr = data.Clusters
+		r.mgr, r.memo = data.Clusters, data.Memo
 	}
 }
 

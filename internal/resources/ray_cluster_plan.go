@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/planmemo"
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
 )
@@ -102,7 +103,7 @@ func (r *rayClusterResource) planCluster(ctx context.Context, c *clusterPlan, di
 	c.replaceIfHeadMoves(p.HeadIP)
 	planAddresses(&c.plan, spec, p)
 	// Deployments planned after this cluster, in this run, check against it.
-	r.mgr.RecordPlan(c.plan.HeadAddress.ValueString(), raycluster.Planned{GPUs: p.GPUs, Runtime: spec.Runtime,
+	r.memo.RecordCluster(c.plan.HeadAddress.ValueString(), planmemo.Cluster{GPUs: p.GPUs, Runtime: spec.Runtime,
 		Nodes: p.Nodes, Endpoints: spec.Endpoints(), Env: spec.Env})
 	planNodes(c, p, diags)
 	return true
@@ -150,14 +151,14 @@ func warnDashboard(plan *clusterModel, diags *diag.Diagnostics) {
 // (replacesOwnCluster).
 func (r *rayClusterResource) noteRunning(c *clusterPlan) {
 	if c.state != nil {
-		r.mgr.NoteRunning(c.state.Head.SSHHost.ValueString(), int(c.state.GCSPort.ValueInt64()))
+		r.memo.NoteRunning(c.state.Head.SSHHost.ValueString(), int(c.state.GCSPort.ValueInt64()))
 	}
 }
 
 // replacesOwnCluster: this is the second call of a replacement's plan
 // (noteRunning), on the head and GCS port of the cluster it replaces.
 func (r *rayClusterResource) replacesOwnCluster(c *clusterPlan) bool {
-	return c.state == nil && r.mgr.Running(c.plan.Head.SSHHost.ValueString(), int(c.plan.GCSPort.ValueInt64()))
+	return c.state == nil && r.memo.Running(c.plan.Head.SSHHost.ValueString(), int(c.plan.GCSPort.ValueInt64()))
 }
 
 // replaceIfHeadDead: a head whose raylet died (its GCS still up) is

@@ -41,7 +41,7 @@ func (r *vllmResource) Configure(_ context.Context, req resource.ConfigureReques
 	data, diags := providerdata.From(req.ProviderData)
 	resp.Diagnostics.Append(diags...)
 	if data != nil {
-		r.dep = &vllmdeploy.Manager{Pool: data.Pool, Clusters: data.Clusters, Models: data.Models}
+		r.dep = &vllmdeploy.Manager{Pool: data.Pool, Clusters: data.Clusters, Memo: data.Memo}
 	}
 }
 

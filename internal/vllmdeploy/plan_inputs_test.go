@@ -5,8 +5,8 @@ import (
 	"maps"
 	"testing"
 
-	"github.com/lab-infra/terraform-provider-spark/internal/modelcopy"
 	"github.com/lab-infra/terraform-provider-spark/internal/nodeexec"
+	"github.com/lab-infra/terraform-provider-spark/internal/planmemo"
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
@@ -91,12 +91,12 @@ func TestWithLiveGPUs(t *testing.T) {
 // spark_model planned in the same run, with no command on any node (the
 // manager has no pool: a command would fail the test).
 func TestAddPlannedClusterReadsTheRunsPlans(t *testing.T) {
-	models := &modelcopy.Planned{}
+	memo := &planmemo.Memo{}
 	files := map[string]int64{"config.json": 10, "model.safetensors": 1 << 20}
-	models.Put("spark1", "/models/m", files)
-	m := &Manager{Models: models}
+	memo.PutModel("spark1", "/models/m", files)
+	m := &Manager{Memo: memo}
 	head := preflight.ClusterNode{Node: preflight.Node{Name: raycluster.HeadName}, IP: "10.0.0.1", GPUs: 1}
-	pc := raycluster.Planned{GPUs: &preflight.PlannedGPUs{Total: 1}, Runtime: nodeexec.Runtime{Container: &nodeexec.Container{Name: "ray-node-6379"}},
+	pc := planmemo.Cluster{GPUs: &preflight.PlannedGPUs{Total: 1}, Runtime: nodeexec.Runtime{Container: &nodeexec.Container{Name: "ray-node-6379"}},
 		Nodes: []preflight.ClusterNode{head}, Endpoints: map[string]transport.Endpoint{raycluster.HeadName: {Host: "spark1"}},
 		Env: map[string]string{"NCCL_SOCKET_IFNAME": "fab0"}}
 

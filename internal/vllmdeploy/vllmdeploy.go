@@ -22,9 +22,9 @@ import (
 
 	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/inputs"
-	"github.com/lab-infra/terraform-provider-spark/internal/modelcopy"
 	"github.com/lab-infra/terraform-provider-spark/internal/nodeexec"
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
+	"github.com/lab-infra/terraform-provider-spark/internal/planmemo"
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
@@ -79,7 +79,7 @@ type Secrets struct {
 type Manager struct {
 	Pool     *transport.Pool
 	Clusters *raycluster.Manager // shares node-table snapshots and the clusters planned in this run
-	Models   *modelcopy.Planned  // the model directories planned in this run (spark_model)
+	Memo     *planmemo.Memo      // what this run's plans concluded: clusters and spark_model directories
 }
 
 // server is the head's vllm serve as package vllm drives it.
@@ -267,7 +267,7 @@ func (m *Manager) addLiveTable(ctx context.Context, s Spec, dep *preflight.Deplo
 // on the head, where Ray runs.
 func (m *Manager) addCluster(ctx context.Context, s Spec, dep *preflight.Deployment) error {
 	site := preflight.ServeSite{Serve: where(s.Runtime), SSHHost: s.Head.Host, RayAddress: s.RayAddress}
-	if pc, ok := m.Clusters.PlannedCluster(s.RayAddress); ok {
+	if pc, ok := m.Memo.Cluster(s.RayAddress); ok {
 		return m.addPlannedCluster(ctx, s, pc, site, dep)
 	}
 	if dep.Table == nil {
@@ -288,7 +288,7 @@ func (m *Manager) addCluster(ctx context.Context, s Spec, dep *preflight.Deploym
 // where Ray runs, and before it runs, its plan says what GPUs it will
 // have. Where the model is a local directory or an offline hub snapshot,
 // its files are listed on the nodes that will host a vLLM worker.
-func (m *Manager) addPlannedCluster(ctx context.Context, s Spec, pc raycluster.Planned, site preflight.ServeSite, dep *preflight.Deployment) error {
+func (m *Manager) addPlannedCluster(ctx context.Context, s Spec, pc planmemo.Cluster, site preflight.ServeSite, dep *preflight.Deployment) error {
 	site.Ray = where(pc.Runtime)
 	dep.Site = &site
 	dep.ClusterInRun = true
@@ -338,7 +338,7 @@ func modelSource(s Spec) (dir, repo string) {
 
 // listings reads the model's files on every node that will host a vLLM
 // worker, in parallel, where Ray (and so vLLM) runs on it.
-func (m *Manager) listings(ctx context.Context, s Spec, pc raycluster.Planned, hosts []preflight.ClusterNode, dir, repo string) (map[string]preflight.Listing, error) {
+func (m *Manager) listings(ctx context.Context, s Spec, pc planmemo.Cluster, hosts []preflight.ClusterNode, dir, repo string) (map[string]preflight.Listing, error) {
 	hub, revision := hubAndRevision(s)
 	out := make([]preflight.Listing, len(hosts))
 	errs := make([]error, len(hosts))
@@ -365,7 +365,7 @@ func (m *Manager) listings(ctx context.Context, s Spec, pc raycluster.Planned, h
 // listing is the model's files on the node at e: as a spark_model planned
 // in this run puts them there, else as the node holds them now.
 func (m *Manager) listing(ctx context.Context, s Spec, e transport.Endpoint, dir, repo, hub, revision string) (preflight.Listing, error) {
-	if files, ok := m.Models.Get(e.Host, dir); ok && dir != "" {
+	if files, ok := m.Memo.Model(e.Host, dir); ok && dir != "" {
 		return preflight.Listing{Dir: dir, Files: files}, nil
 	}
 	argv := s.Runtime.ProbeArgv(transport.Script(nodefacts.ListingScript, dir, repo, hub, revision))

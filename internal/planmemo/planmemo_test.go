@@ -1,4 +1,4 @@
-package raycluster
+package planmemo
 
 import (
 	"fmt"
@@ -10,10 +10,10 @@ import (
 )
 
 func TestPlanMemoPlans(t *testing.T) {
-	gpus := func(n float64) Planned { return Planned{GPUs: &preflight.PlannedGPUs{Total: n}} }
+	gpus := func(n float64) Cluster { return Cluster{GPUs: &preflight.PlannedGPUs{Total: n}} }
 	type rec struct {
 		addr string
-		p    Planned
+		p    Cluster
 	}
 	for _, c := range []struct {
 		name    string
@@ -35,11 +35,11 @@ func TestPlanMemoPlans(t *testing.T) {
 			lookup: "192.168.200.12:6379", found: true, total: 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var pm planMemo // the zero value is ready
+			var pm Memo // the zero value is ready
 			for _, r := range c.records {
-				pm.record(r.addr, r.p)
+				pm.RecordCluster(r.addr, r.p)
 			}
-			p, ok := pm.plan(c.lookup)
+			p, ok := pm.Cluster(c.lookup)
 			if ok != c.found {
 				t.Fatalf("found = %v, want %v", ok, c.found)
 			}
@@ -53,11 +53,11 @@ func TestPlanMemoPlans(t *testing.T) {
 // What the deployment's plan reads back is what the cluster's plan stored,
 // field by field.
 func TestPlanMemoKeepsEveryField(t *testing.T) {
-	var pm planMemo
-	in := Planned{Runtime: nodeexec.Runtime{RayCommand: "/opt/ray/bin/ray"}, Nodes: []preflight.ClusterNode{{IP: "192.168.200.12"}},
+	var pm Memo
+	in := Cluster{Runtime: nodeexec.Runtime{RayCommand: "/opt/ray/bin/ray"}, Nodes: []preflight.ClusterNode{{IP: "192.168.200.12"}},
 		Env: map[string]string{"NCCL_SOCKET_IFNAME": "enp1s0f1np1"}}
-	pm.record("192.168.200.12:6379", in)
-	out, ok := pm.plan("192.168.200.12:6379")
+	pm.RecordCluster("192.168.200.12:6379", in)
+	out, ok := pm.Cluster("192.168.200.12:6379")
 	if !ok || out.Runtime.Ray() != "/opt/ray/bin/ray" || len(out.Nodes) != 1 || out.Nodes[0].IP != "192.168.200.12" ||
 		out.Env["NCCL_SOCKET_IFNAME"] != "enp1s0f1np1" || out.GPUs != nil {
 		t.Fatalf("read back %+v, %v", out, ok)
@@ -85,12 +85,12 @@ func TestPlanMemoRunning(t *testing.T) {
 		{name: "IPv6 head, port not read into the host", noted: []at{{"fd00::1", 6379}}, head: "fd00::1:6", port: 379},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var pm planMemo
+			var pm Memo
 			for _, n := range c.noted {
-				pm.noteRunning(n.head, n.port)
+				pm.NoteRunning(n.head, n.port)
 			}
-			if got := pm.isRunning(c.head, c.port); got != c.wanted {
-				t.Fatalf("isRunning(%s, %d) = %v, want %v", c.head, c.port, got, c.wanted)
+			if got := pm.Running(c.head, c.port); got != c.wanted {
+				t.Fatalf("Running(%s, %d) = %v, want %v", c.head, c.port, got, c.wanted)
 			}
 		})
 	}
@@ -99,45 +99,46 @@ func TestPlanMemoRunning(t *testing.T) {
 // Terraform plans resources concurrently through one provider process:
 // run with -race, this fails if a method reads or writes without the lock.
 func TestPlanMemoConcurrentUse(t *testing.T) {
-	var pm planMemo
+	var pm Memo
 	var wg sync.WaitGroup
 	for i := range 16 {
 		wg.Go(func() {
 			addr := fmt.Sprintf("192.168.200.%d:6379", i)
 			for j := range 50 {
-				pm.record(addr, Planned{GPUs: &preflight.PlannedGPUs{Total: float64(j)}})
-				if _, ok := pm.plan(addr); !ok {
+				pm.RecordCluster(addr, Cluster{GPUs: &preflight.PlannedGPUs{Total: float64(j)}})
+				if _, ok := pm.Cluster(addr); !ok {
 					t.Errorf("%s: own plan not found", addr)
 				}
-				pm.noteRunning("10.1.230.180", 6000+i)
-				_ = pm.isRunning("10.1.230.180", 6000+(i+1)%16)
+				pm.NoteRunning("10.1.230.180", 6000+i)
+				_ = pm.Running("10.1.230.180", 6000+(i+1)%16)
 			}
 		})
 	}
 	wg.Wait()
 	for i := range 16 {
-		if p, ok := pm.plan(fmt.Sprintf("192.168.200.%d:6379", i)); !ok || p.GPUs.Total != 49 {
+		if p, ok := pm.Cluster(fmt.Sprintf("192.168.200.%d:6379", i)); !ok || p.GPUs.Total != 49 {
 			t.Errorf("cluster %d: %+v, %v", i, p, ok)
 		}
-		if !pm.isRunning("10.1.230.180", 6000+i) {
+		if !pm.Running("10.1.230.180", 6000+i) {
 			t.Errorf("port %d not noted", 6000+i)
 		}
 	}
 }
 
-// The Manager's exported methods are the memo's: callers in other packages
-// see the same behaviour through them.
-func TestManagerUsesThePlanMemo(t *testing.T) {
-	m := NewManager(nil)
-	m.RecordPlan("192.168.200.12:6379", Planned{Env: map[string]string{"A": "1"}})
-	if p, ok := m.PlannedCluster("192.168.200.12:6379"); !ok || p.Env["A"] != "1" {
-		t.Fatalf("PlannedCluster: %+v, %v", p, ok)
+// A spark_model's directories are found by node and directory, each its own.
+func TestMemoModels(t *testing.T) {
+	var nilMemo *Memo
+	if _, ok := nilMemo.Model("spark1", "/m"); ok {
+		t.Error("no memo found a model")
 	}
-	if _, ok := m.PlannedCluster("192.168.200.12:6380"); ok {
-		t.Fatal("PlannedCluster found a plan under another address")
+	var pm Memo
+	pm.PutModel("spark1", "/m", map[string]int64{"config.json": 10})
+	if f, ok := pm.Model("spark1", "/m"); !ok || f["config.json"] != 10 {
+		t.Errorf("read back %v, %v", f, ok)
 	}
-	m.NoteRunning("10.1.230.180", 6379)
-	if !m.Running("10.1.230.180", 6379) || m.Running("10.1.230.180", 6380) {
-		t.Fatal("Running disagrees with NoteRunning")
+	for _, c := range [][2]string{{"spark2", "/m"}, {"spark1", "/m2"}} {
+		if _, ok := pm.Model(c[0], c[1]); ok {
+			t.Errorf("%s:%s found a model put elsewhere", c[0], c[1])
+		}
 	}
 }
