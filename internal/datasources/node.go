@@ -12,6 +12,7 @@ import (
 
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
+	"github.com/lab-infra/terraform-provider-spark/internal/schemaparts"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
@@ -25,7 +26,7 @@ type nodeDataSource struct {
 }
 
 type nodeModel struct {
-	providerdata.NodeAccess
+	schemaparts.NodeAccess
 	RayCommand    types.String `tfsdk:"ray_command"`
 	PythonCommand types.String `tfsdk:"python_command"`
 
@@ -53,13 +54,13 @@ func (d *nodeDataSource) Metadata(_ context.Context, req datasource.MetadataRequ
 }
 
 func (d *nodeDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
-	attrs := providerdata.NodeAccessDataSourceAttributes()
+	attrs := schemaparts.NodeAccessDataSourceAttributes()
 	computed := func(desc string) schema.StringAttribute {
 		return schema.StringAttribute{Computed: true, MarkdownDescription: desc}
 	}
-	attrs["ray_command"] = schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.Path},
+	attrs["ray_command"] = schema.StringAttribute{Optional: true, Validators: []validator.String{schemaparts.Path},
 		MarkdownDescription: "Path of `ray` on the node (e.g. `/opt/ray/bin/ray`). Default: `ray` on the SSH session's `PATH`."}
-	attrs["python_command"] = schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.Path},
+	attrs["python_command"] = schema.StringAttribute{Optional: true, Validators: []validator.String{schemaparts.Path},
 		MarkdownDescription: "Python that runs Ray on the node. Default: the interpreter on `ray_command`'s `#!` line, else `python3`."}
 	attrs["id"] = computed("`<ssh_host>:<ssh_port>`.")
 	attrs["hostname"] = computed("The node's kernel hostname (what Ray reports as `NodeManagerHostname`).")

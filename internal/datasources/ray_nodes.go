@@ -12,6 +12,7 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/nodeexec"
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
+	"github.com/lab-infra/terraform-provider-spark/internal/schemaparts"
 )
 
 var _ datasource.DataSourceWithConfigure = (*rayNodesDataSource)(nil)
@@ -25,7 +26,7 @@ type rayNodesDataSource struct {
 }
 
 type rayNodesModel struct {
-	providerdata.NodeAccess
+	schemaparts.NodeAccess
 	RayCommand types.String   `tfsdk:"ray_command"`
 	Container  types.String   `tfsdk:"container"`
 	RayAddress types.String   `tfsdk:"ray_address"`
@@ -49,11 +50,11 @@ func (d *rayNodesDataSource) Metadata(_ context.Context, req datasource.Metadata
 }
 
 func (d *rayNodesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
-	attrs := providerdata.NodeAccessDataSourceAttributes()
+	attrs := schemaparts.NodeAccessDataSourceAttributes()
 	attrs["ssh_host"] = schema.StringAttribute{Required: true, MarkdownDescription: "SSH address of the Ray head (or any node that can reach the GCS)."}
-	attrs["ray_command"] = schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.Path}, MarkdownDescription: "Path of `ray` on the node. Default: `ray`."}
-	attrs["container"] = schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.ContainerName}, MarkdownDescription: "Name of the container Ray runs in, when it runs in one (commands go through `docker exec`)."}
-	attrs["ray_address"] = schema.StringAttribute{Optional: true, Computed: true, Validators: []validator.String{providerdata.HostPort},
+	attrs["ray_command"] = schema.StringAttribute{Optional: true, Validators: []validator.String{schemaparts.Path}, MarkdownDescription: "Path of `ray` on the node. Default: `ray`."}
+	attrs["container"] = schema.StringAttribute{Optional: true, Validators: []validator.String{schemaparts.ContainerName}, MarkdownDescription: "Name of the container Ray runs in, when it runs in one (commands go through `docker exec`)."}
+	attrs["ray_address"] = schema.StringAttribute{Optional: true, Computed: true, Validators: []validator.String{schemaparts.HostPort},
 		MarkdownDescription: "GCS address (`ip:port`). Default: what Ray recorded on the node (`/tmp/ray/ray_current_cluster`)."}
 	attrs["id"] = schema.StringAttribute{Computed: true, MarkdownDescription: "The GCS address read."}
 	attrs["ray_version"] = schema.StringAttribute{Computed: true, MarkdownDescription: "Ray version of the cluster."}

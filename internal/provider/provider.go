@@ -30,6 +30,7 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
 	"github.com/lab-infra/terraform-provider-spark/internal/resources"
+	"github.com/lab-infra/terraform-provider-spark/internal/schemaparts"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
@@ -85,7 +86,7 @@ func (p *sparkProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 					"user": schema.StringAttribute{
 						Optional:            true,
 						MarkdownDescription: "SSH user. Default: `SPARK_SSH_USER`, else the local user, as `ssh` does.",
-						Validators:          []validator.String{providerdata.NotBlank("ssh.user", "an SSH user")},
+						Validators:          []validator.String{schemaparts.NotBlank("ssh.user", "an SSH user")},
 					},
 					"port": schema.Int64Attribute{
 						Optional:            true,
@@ -120,20 +121,20 @@ func (p *sparkProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 					"connect_timeout": schema.StringAttribute{
 						Optional:            true,
 						MarkdownDescription: "Bound on TCP connect plus SSH handshake, e.g. `30s`. Default: `SPARK_SSH_CONNECT_TIMEOUT`, else `30s`.",
-						Validators:          []validator.String{providerdata.Duration},
+						Validators:          []validator.String{schemaparts.Duration},
 					},
 					"bastion": schema.SingleNestedAttribute{
 						Optional:            true,
 						MarkdownDescription: "Jump host every node connection goes through. Its host key is verified like a node's. Default host: `SPARK_SSH_BASTION_HOST`.",
 						Attributes: map[string]schema.Attribute{
 							"host": schema.StringAttribute{Required: true, MarkdownDescription: "Bastion address.",
-								Validators: []validator.String{providerdata.NotBlank("ssh.bastion.host", "the bastion's address")}},
+								Validators: []validator.String{schemaparts.NotBlank("ssh.bastion.host", "the bastion's address")}},
 							"port": schema.Int64Attribute{Optional: true, MarkdownDescription: "Bastion SSH port. Default: `ssh.port`.",
 								Validators: []validator.Int64{int64validator.Between(1, 65535)}},
 							"user": schema.StringAttribute{Optional: true, MarkdownDescription: "Bastion user. Default: `ssh.user`.",
-								Validators: []validator.String{providerdata.NotBlank("ssh.bastion.user", "an SSH user")}},
+								Validators: []validator.String{schemaparts.NotBlank("ssh.bastion.user", "an SSH user")}},
 							"host_key": schema.StringAttribute{Optional: true, MarkdownDescription: "Pins the bastion's host key (authorized_keys-style line).",
-								Validators: []validator.String{providerdata.HostKey}},
+								Validators: []validator.String{schemaparts.HostKey}},
 						},
 					},
 				},

@@ -10,8 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-
-	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
+	"github.com/lab-infra/terraform-provider-spark/internal/schemaparts"
 )
 
 var transitionName = []string{"null to a value", "a value to another", "a value to null"}
@@ -64,7 +63,7 @@ func deploymentModel() *vllmModel {
 }
 
 func clusterWithWorker() *clusterModel {
-	w := &rayNodeModel{NodeAccess: providerdata.NodeAccess{SSHHost: types.StringValue("10.0.0.2")},
+	w := &rayNodeModel{NodeAccess: schemaparts.NodeAccess{SSHHost: types.StringValue("10.0.0.2")},
 		NumGPUs: types.Int64Value(1), Resources: types.MapValueMust(types.Float64Type, map[string]attr.Value{}),
 		Labels: types.MapValueMust(types.StringType, map[string]attr.Value{})}
 	return &clusterModel{Head: &rayNodeModel{}, Workers: map[string]*rayNodeModel{"w": w}}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/lab-infra/terraform-provider-spark/internal/modelcopy"
 	"github.com/lab-infra/terraform-provider-spark/internal/modelfiles"
-	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
+	"github.com/lab-infra/terraform-provider-spark/internal/schemaparts"
 )
 
 type modelModel struct {
@@ -28,7 +28,7 @@ type modelModel struct {
 }
 
 type modelSource struct {
-	providerdata.NodeAccess
+	schemaparts.NodeAccess
 	Path       types.String `tfsdk:"path"`
 	Repository types.String `tfsdk:"repository"`
 	Revision   types.String `tfsdk:"revision"`
@@ -39,7 +39,7 @@ type modelSource struct {
 }
 
 type modelTarget struct {
-	providerdata.NodeAccess
+	schemaparts.NodeAccess
 	Address types.String `tfsdk:"address"`
 	Path    types.String `tfsdk:"path"`
 	Missing types.List   `tfsdk:"missing"`

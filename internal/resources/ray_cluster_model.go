@@ -12,9 +12,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/finding"
-	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
+	"github.com/lab-infra/terraform-provider-spark/internal/schemaparts"
 )
 
 type clusterModel struct {
@@ -35,7 +35,7 @@ type clusterModel struct {
 }
 
 type rayNodeModel struct {
-	providerdata.NodeAccess
+	schemaparts.NodeAccess
 	NodeIP       types.String `tfsdk:"node_ip"`
 	NumGPUs      types.Int64  `tfsdk:"num_gpus"`
 	Resources    types.Map    `tfsdk:"resources"`

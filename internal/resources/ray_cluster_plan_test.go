@@ -9,8 +9,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
+	"github.com/lab-infra/terraform-provider-spark/internal/schemaparts"
 )
 
 // Unit tests of spark_ray_cluster's plan steps (ray_cluster_plan.go): pure
@@ -20,7 +20,7 @@ import (
 // known, Ray alive under registeredIP.
 func runningNode(host, registeredIP string) *rayNodeModel {
 	return &rayNodeModel{
-		NodeAccess: providerdata.NodeAccess{SSHHost: types.StringValue(host), SSHPort: types.Int64Null(),
+		NodeAccess: schemaparts.NodeAccess{SSHHost: types.StringValue(host), SSHPort: types.Int64Null(),
 			SSHUser: types.StringNull(), HostKey: types.StringNull()},
 		NodeIP: types.StringNull(), NumGPUs: types.Int64Value(1),
 		Resources:    types.MapValueMust(types.Float64Type, map[string]attr.Value{}),

@@ -23,11 +23,11 @@ import (
 
 	"github.com/lab-infra/terraform-provider-spark/internal/inputs"
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
-	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
+	"github.com/lab-infra/terraform-provider-spark/internal/schemaparts"
 )
 
 // nodeIPValidator is the config-time node_ip check (rule D4).
-var nodeIPValidator = providerdata.StringCheck{Desc: "a literal IP address, not loopback, not a hostname", Summary: "Invalid node_ip",
+var nodeIPValidator = schemaparts.StringCheck{Desc: "a literal IP address, not loopback, not a hostname", Summary: "Invalid node_ip",
 	Check: func(p, v string) error {
 		if err := inputs.NodeIP(v); err != nil {
 			return fmt.Errorf("%s: %w", p, err)
@@ -48,7 +48,7 @@ func nodeAttributes(head bool) map[string]schema.Attribute {
 		headReplaceInt = append(headReplaceInt, int64planmodifier.RequiresReplaceIfConfigured())
 		headReplaceMap = append(headReplaceMap, mapplanmodifier.RequiresReplaceIfConfigured())
 	}
-	attrs := providerdata.NodeAccessResourceAttributes("", replace(""), head)
+	attrs := schemaparts.NodeAccessResourceAttributes("", replace(""), head)
 	for k, a := range map[string]schema.Attribute{
 		"node_ip": schema.StringAttribute{Optional: true, Validators: []validator.String{nodeIPValidator},
 			MarkdownDescription: replace("`--node-ip-address`: the IP Ray registers for this node (`node:<ip>`). Must be a literal IP bound " +
@@ -58,11 +58,11 @@ func nodeAttributes(head bool) map[string]schema.Attribute {
 			Validators:          []validator.Int64{int64validator.AtLeast(0)},
 			MarkdownDescription: replace("`--num-gpus`. Null: Ray counts them; the state then holds what Ray registered.")},
 		"resources": schema.MapAttribute{Optional: true, Computed: true, ElementType: types.Float64Type, PlanModifiers: headReplaceMap,
-			Validators: []validator.Map{providerdata.RayResources},
+			Validators: []validator.Map{schemaparts.RayResources},
 			MarkdownDescription: replace("Custom Ray resources (`--resources`), e.g. `{ \"spark.head\" = 1 }`: whole quantities of at least 0, not " +
 				"named like Ray's own (`CPU`, `GPU`, `memory`, `object_store_memory`), as `ray start` requires.")},
 		"labels": schema.MapAttribute{Optional: true, Computed: true, ElementType: types.StringType, PlanModifiers: headReplaceMap,
-			Validators:          []validator.Map{providerdata.RayLabels},
+			Validators:          []validator.Map{schemaparts.RayLabels},
 			MarkdownDescription: replace("Ray node labels (`--labels`), keys and values in the form `ray start` accepts; `ray.io/` keys are Ray's own.")},
 		"registered_ip": schema.StringAttribute{Computed: true,
 			MarkdownDescription: "The IP Ray registered for this node (`NodeManagerAddress`, resource `node:<ip>`). Planned as a known " +
@@ -87,7 +87,7 @@ func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"head": schema.SingleNestedAttribute{Required: true, Attributes: nodeAttributes(true),
 				MarkdownDescription: "The head node: runs the GCS that workers join."},
 			"workers": schema.MapNestedAttribute{Optional: true,
-				Validators:   []validator.Map{mapvalidator.KeysAre(providerdata.WorkerName)},
+				Validators:   []validator.Map{mapvalidator.KeysAre(schemaparts.WorkerName)},
 				NestedObject: schema.NestedAttributeObject{Attributes: nodeAttributes(false)},
 				MarkdownDescription: "Worker nodes, keyed by a stable name (letters, digits, `.`, `_`, `-`; not `head`): adding or removing one " +
 					"never touches the others or the head."},
@@ -97,7 +97,7 @@ func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 				Validators:          []validator.Int64{int64validator.Between(1, 65535)},
 				MarkdownDescription: "The head's GCS port (`ray start --head --port`). Default: 6379."},
 			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType,
-				Validators: []validator.Map{providerdata.PlainEnv},
+				Validators: []validator.Map{schemaparts.PlainEnv},
 				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplaceIf(replaceMapUnlessImported,
 					"Replaces the cluster when changed.", "Replaces the cluster when changed.")},
 				MarkdownDescription: "Environment for Ray on every node (e.g. `NCCL_SOCKET_IFNAME`, `GLOO_SOCKET_IFNAME`). Interface names " +
@@ -106,7 +106,7 @@ func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"there); setting `VLLM_HOST_IP` here is refused unless it matches every node. Stored in state: names that hold " +
 					"secrets (`*_TOKEN`, `*_API_KEY`, `*_SECRET`, `*_PASSWORD`, ...) are refused here; give them in `secret_env_wo`."},
 			"secret_env_wo": schema.MapAttribute{Optional: true, Sensitive: true, WriteOnly: true, ElementType: types.StringType,
-				Validators: []validator.Map{providerdata.Env},
+				Validators: []validator.Map{schemaparts.Env},
 				MarkdownDescription: "Secret environment for Ray on every node (a token Ray jobs need), added to `env`. Write-only " +
 					"(Terraform/OpenTofu 1.11+): it travels on `ray start`'s stdin into the Ray processes' environment, never to state, " +
 					"plan, argv or logs. Change `secret_env_wo_version` to restart the cluster with new values. vLLM's `HF_TOKEN` " +
@@ -116,7 +116,7 @@ func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 				PlanModifiers:       []planmodifier.Int64{int64planmodifier.RequiresReplace()},
 				MarkdownDescription: "Change to restart the cluster with a new `secret_env_wo`. Replaces the cluster."},
 			"start_args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-				Validators: []validator.List{listvalidator.ValueStringsAre(providerdata.RayStartArg)},
+				Validators: []validator.List{listvalidator.ValueStringsAre(schemaparts.RayStartArg)},
 				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplaceIf(replaceListUnlessImported,
 					"Replaces the cluster when changed.", "Replaces the cluster when changed.")},
 				MarkdownDescription: "Extra `ray start` arguments for every node, each passed as one quoted argument. Flags the provider " +
@@ -124,7 +124,7 @@ func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"`--dashboard-host`) and `--block` are refused: use the attributes."},
 			"dashboard_host": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("127.0.0.1"),
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:          []validator.String{providerdata.Address},
+				Validators:          []validator.String{schemaparts.Address},
 				MarkdownDescription: "`--dashboard-host`. Default `127.0.0.1`; `0.0.0.0` exposes the dashboard (and job submission) to the network, with a plan warning."},
 			"auth_mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("token"),
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},

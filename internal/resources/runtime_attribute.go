@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/nodeexec"
-	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
+	"github.com/lab-infra/terraform-provider-spark/internal/schemaparts"
 )
 
 // runtimeAttribute is where Ray runs on each node, shared by both resources
@@ -29,19 +29,19 @@ func runtimeAttribute() schema.SingleNestedAttribute {
 			"host": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Ray installed on the box.",
 				Validators: []validator.Object{objectvalidator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("container"))},
 				Attributes: map[string]schema.Attribute{
-					"ray_command": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.Path},
+					"ray_command": schema.StringAttribute{Optional: true, Validators: []validator.String{schemaparts.Path},
 						MarkdownDescription: "Path of `ray`. Default: `ray` on the SSH session's PATH."},
 				}},
 			"container": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "Ray inside a container on each node (`docker run -d --network host --ipc host …`, then `docker exec`).",
 				Attributes: map[string]schema.Attribute{
-					"image":    schema.StringAttribute{Required: true, Validators: []validator.String{providerdata.Image}, MarkdownDescription: "Image with Ray (and vLLM) installed."},
-					"name":     schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.ContainerName}, MarkdownDescription: "Container name, one per cluster on a node. Default: `ray-node-<gcs_port>`. A container of that name that another cluster (or no cluster of this provider) owns is refused."},
-					"shm_size": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.ShmSize}, MarkdownDescription: "`--shm-size`. Default: `10g`."},
-					"gpus":     schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.GPUs}, MarkdownDescription: "`--gpus`. Default: `all`; empty string for none."},
+					"image":    schema.StringAttribute{Required: true, Validators: []validator.String{schemaparts.Image}, MarkdownDescription: "Image with Ray (and vLLM) installed."},
+					"name":     schema.StringAttribute{Optional: true, Validators: []validator.String{schemaparts.ContainerName}, MarkdownDescription: "Container name, one per cluster on a node. Default: `ray-node-<gcs_port>`. A container of that name that another cluster (or no cluster of this provider) owns is refused."},
+					"shm_size": schema.StringAttribute{Optional: true, Validators: []validator.String{schemaparts.ShmSize}, MarkdownDescription: "`--shm-size`. Default: `10g`."},
+					"gpus":     schema.StringAttribute{Optional: true, Validators: []validator.String{schemaparts.GPUs}, MarkdownDescription: "`--gpus`. Default: `all`; empty string for none."},
 					"run_args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-						Validators: []validator.List{listvalidator.ValueStringsAre(providerdata.DockerRunArg)}, MarkdownDescription: "Extra `docker run` arguments, each quoted. `--name`, `--network`, `--ipc`, `--shm-size` and `--gpus` are refused: the provider sets them."},
-					"ray_command": schema.StringAttribute{Optional: true, Validators: []validator.String{providerdata.Path},
+						Validators: []validator.List{listvalidator.ValueStringsAre(schemaparts.DockerRunArg)}, MarkdownDescription: "Extra `docker run` arguments, each quoted. `--name`, `--network`, `--ipc`, `--shm-size` and `--gpus` are refused: the provider sets them."},
+					"ray_command": schema.StringAttribute{Optional: true, Validators: []validator.String{schemaparts.Path},
 						MarkdownDescription: "Path of `ray` inside the container. Default: `ray`."},
 				}},
 		}}

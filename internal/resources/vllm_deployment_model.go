@@ -13,7 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
-	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
+	"github.com/lab-infra/terraform-provider-spark/internal/schemaparts"
 	"github.com/lab-infra/terraform-provider-spark/internal/vllm"
 	"github.com/lab-infra/terraform-provider-spark/internal/vllmdeploy"
 )
@@ -49,7 +49,7 @@ type vllmModel struct {
 }
 
 type headAccess struct {
-	providerdata.NodeAccess
+	schemaparts.NodeAccess
 }
 
 // servedName is the name clients ask for (vllm.ServedName: the model's

@@ -4,8 +4,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/types"
-
-	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
+	"github.com/lab-infra/terraform-provider-spark/internal/schemaparts"
 )
 
 // Unit tests of spark_vllm_deployment's plan steps and import ID
@@ -14,7 +13,7 @@ import (
 // servingDeployment is a state: a server that serves.
 func servingDeployment() *vllmModel {
 	m := deploymentModel()
-	m.Head = &headAccess{NodeAccess: providerdata.NodeAccess{SSHHost: types.StringValue("spark1")}}
+	m.Head = &headAccess{NodeAccess: schemaparts.NodeAccess{SSHHost: types.StringValue("spark1")}}
 	m.Status = types.StringValue(statusServing)
 	m.ProcessIdentity = types.StringValue("123:456")
 	m.PlacementIP, m.VLLMVersion = types.StringValue("10.0.0.1"), types.StringValue("0.11.0")

@@ -1,4 +1,4 @@
-package providerdata
+package schemaparts
 
 import (
 	"context"
