@@ -128,14 +128,15 @@ func readAll(ctx context.Context, cc *grpc.ClientConn) (Reading, error) {
 	if r.Nodes, err = DecodeNodes(calls[0].reply); err != nil {
 		return Reading{}, fmt.Errorf("GCS node table: %w", err)
 	}
-	if r.Groups, err = DecodePlacementGroups(calls[1].reply); err != nil {
+	// The version first: the placement groups' states are numbered per release.
+	if r.RayVersion, err = rayVersion(calls[3].reply); err != nil {
+		return Reading{}, err
+	}
+	if r.Groups, err = DecodePlacementGroups(calls[1].reply, r.RayVersion); err != nil {
 		return Reading{}, fmt.Errorf("GCS placement groups: %w", err)
 	}
 	if r.Jobs, err = DecodeJobs(calls[2].reply); err != nil {
 		return Reading{}, fmt.Errorf("GCS job table: %w", err)
-	}
-	if r.RayVersion, err = rayVersion(calls[3].reply); err != nil {
-		return Reading{}, err
 	}
 	return r, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/pyversion"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 )
 
@@ -201,8 +202,30 @@ func DecodeNodes(reply []byte) ([]ray.Node, error) {
 	return nodes, err
 }
 
-// placementStates are PlacementGroupTableData.PlacementGroupState's names.
-var placementStates = map[uint64]string{0: "PENDING", 1: "PREPARED", 2: "CREATED", 3: "REMOVED", 4: "RESCHEDULING"}
+// PlacementGroupTableData.PlacementGroupState's names by number, as each
+// release's src/ray/protobuf/gcs.proto defines them (read from the
+// descriptors in the wheels' ray/core/generated/gcs_pb2.py): Ray 2.36.0
+// inserted PREPARED = 1, so the same wire number names another state
+// before it. Read with the wrong table, a live group reads PREPARED (its
+// GPUs look free) and a removed one CREATED (its GPUs look held).
+var (
+	placementStates236 = map[uint64]string{0: "PENDING", 1: "PREPARED", 2: "CREATED", 3: "REMOVED", 4: "RESCHEDULING"} // 2.36.0 and later
+	placementStates235 = map[uint64]string{0: "PENDING", 1: "CREATED", 2: "REMOVED", 3: "RESCHEDULING"}                // up to 2.35.0
+)
+
+// placementStates is the state table of the release rayVersion (the
+// cluster metadata's ray_version); an unreadable version is an error, as a
+// guess could misread every group.
+func placementStates(rayVersion string) (map[uint64]string, error) {
+	v, err := pyversion.Parse(rayVersion)
+	if err != nil {
+		return nil, fmt.Errorf("ray_version %q: %w", rayVersion, err)
+	}
+	if v.AtLeast(2, 36) {
+		return placementStates236, nil
+	}
+	return placementStates235, nil
+}
 
 // Group is a placement group as the GCS lists it, with the job that
 // created it (to name who holds its GPUs).
@@ -214,10 +237,15 @@ type Group struct {
 // DecodePlacementGroups reads a GetAllPlacementGroupReply
 // (placement_group_table_data, field 2). PlacementGroupTableData:
 // placement_group_id 1, bundles 3, state 5, creator_job_id 6; Bundle:
-// unit_resources 2, node_id 3 (empty until placed).
-func DecodePlacementGroups(reply []byte) ([]Group, error) {
+// unit_resources 2, node_id 3 (empty until placed). The states are named
+// as rayVersion's gcs.proto names them.
+func DecodePlacementGroups(reply []byte, rayVersion string) ([]Group, error) {
+	states, err := placementStates(rayVersion)
+	if err != nil {
+		return nil, err
+	}
 	groups := []Group{}
-	err := eachRepeated(reply, 2, "placement_group_table_data", func(b []byte) error {
+	err = eachRepeated(reply, 2, "placement_group_table_data", func(b []byte) error {
 		g := Group{PlacementGroup: ray.PlacementGroup{State: "PENDING", GPUsOn: map[string]float64{}}}
 		err := eachField(b, func(f field) error {
 			switch f.num {
@@ -226,9 +254,9 @@ func DecodePlacementGroups(reply []byte) ([]Group, error) {
 			case 3:
 				return g.addBundle(f.v)
 			case 5:
-				s, ok := placementStates[f.x]
+				s, ok := states[f.x]
 				if !ok {
-					return fmt.Errorf("placement group state %d is not one Ray 2.52.1 names", f.x)
+					return fmt.Errorf("placement group state %d is not one Ray %s names", f.x, rayVersion)
 				}
 				g.State = s
 			case 6:

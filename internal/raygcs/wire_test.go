@@ -71,7 +71,7 @@ func TestDecodeRefusesWhatItCannotRead(t *testing.T) {
 			t.Errorf("%s: decoded without an error", name)
 		}
 	}
-	if _, err := DecodePlacementGroups(msg(ok(), kv{2, msg(kv{5, uint64(9)})})); err == nil {
+	if _, err := DecodePlacementGroups(msg(ok(), kv{2, msg(kv{5, uint64(9)})}), "2.52.1"); err == nil {
 		t.Error("a placement group state Ray does not name was read")
 	}
 	if _, err := DecodeKV(msg(kv{1, msg(kv{1, uint64(17)})})); err == nil {
@@ -85,7 +85,7 @@ func TestDecodePlacementGroupsAndJobs(t *testing.T) {
 	}
 	created := msg(kv{1, []byte{0x0a}}, bundle(1, []byte{0xab}), bundle(1, []byte{0xcd}), kv{5, uint64(2)}, kv{6, []byte{0x02, 0, 0, 0}})
 	pending := msg(kv{1, []byte{0x0b}}, bundle(2, nil), kv{6, []byte{0x03, 0, 0, 0}})
-	groups, err := DecodePlacementGroups(msg(ok(), kv{2, created}, kv{2, pending}))
+	groups, err := DecodePlacementGroups(msg(ok(), kv{2, created}, kv{2, pending}), "2.52.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,8 +139,43 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// Never a panic, whatever the bytes.
 		_, _ = DecodeNodes(b)
-		_, _ = DecodePlacementGroups(b)
+		_, _ = DecodePlacementGroups(b, "2.52.1")
+		_, _ = DecodePlacementGroups(b, "2.35.0")
 		_, _ = DecodeJobs(b)
 		_, _ = DecodeKV(b)
 	})
+}
+
+// The same wire number is another state before Ray 2.36.0, which inserted
+// PREPARED = 1 into PlacementGroupTableData.PlacementGroupState. The
+// numbering is each release's own, read from the descriptors its wheel
+// ships (ray/core/generated/gcs_pb2.py of ray-2.35.0 and ray-2.36.0):
+//
+//	2.35.0: PENDING 0, CREATED 1, REMOVED 2, RESCHEDULING 3
+//	2.36.0: PENDING 0, PREPARED 1, CREATED 2, REMOVED 3, RESCHEDULING 4
+//
+// A live group of a 2.35 cluster read with 2.36's names would look
+// PREPARED (its GPUs free), a removed one CREATED (its GPUs held).
+func TestPlacementGroupStatesPerRelease(t *testing.T) {
+	byRelease := map[string][]string{
+		"2.9.3":  {"PENDING", "CREATED", "REMOVED", "RESCHEDULING"},
+		"2.35.0": {"PENDING", "CREATED", "REMOVED", "RESCHEDULING"},
+		"2.36.0": {"PENDING", "PREPARED", "CREATED", "REMOVED", "RESCHEDULING"},
+		"2.52.1": {"PENDING", "PREPARED", "CREATED", "REMOVED", "RESCHEDULING"},
+		"2.60.0": {"PENDING", "PREPARED", "CREATED", "REMOVED", "RESCHEDULING"},
+	}
+	for release, names := range byRelease {
+		for n, want := range names {
+			groups, err := DecodePlacementGroups(msg(ok(), kv{2, msg(kv{1, []byte{1}}, kv{5, uint64(n)})}), release)
+			if err != nil || len(groups) != 1 || groups[0].State != want {
+				t.Errorf("Ray %s, state %d: %v, %v; want %s", release, n, groups, err, want)
+			}
+		}
+		if _, err := DecodePlacementGroups(msg(ok(), kv{2, msg(kv{5, uint64(len(names))})}), release); err == nil {
+			t.Errorf("Ray %s: state %d, which it does not name, was read", release, len(names))
+		}
+	}
+	if _, err := DecodePlacementGroups(msg(ok()), "not a version"); err == nil {
+		t.Error("an unreadable ray_version was taken for a release")
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/pyversion"
 	"github.com/lab-infra/terraform-provider-spark/internal/raygcs"
 )
 
@@ -62,7 +64,7 @@ func (m *Model) gcsCall(i int, gcsAddr string, st grpc.ServerStream) error {
 	case "/ray.rpc.NodeInfoGcsService/GetAllNodeInfo":
 		reply = nodesReply(rows, otherLayout)
 	case "/ray.rpc.PlacementGroupInfoGcsService/GetAllPlacementGroup":
-		reply = groupsReply(pgs)
+		reply = groupsReply(pgs, version)
 	case "/ray.rpc.JobInfoGcsService/GetAllJobInfo":
 		reply = jobsReply(pgs)
 	case "/ray.rpc.InternalKVGcsService/InternalKVGet":
@@ -168,10 +170,21 @@ func (pg placementGroup) jobID() []byte {
 	return binary.BigEndian.AppendUint32(nil, uint32(pg.driverPID))
 }
 
+// placementStateNumber is state's number in PlacementGroupTableData's
+// enum as the release version numbers it: Ray 2.36.0 inserted PREPARED = 1
+// (the wheels' ray/core/generated/gcs_pb2.py of 2.35.0 and 2.36.0).
+func placementStateNumber(state, version string) uint64 {
+	names := []string{"PENDING", "PREPARED", "CREATED", "REMOVED", "RESCHEDULING"}
+	if v, err := pyversion.Parse(version); err == nil && !v.AtLeast(2, 36) {
+		names = []string{"PENDING", "CREATED", "REMOVED", "RESCHEDULING"}
+	}
+	return uint64(slices.Index(names, state))
+}
+
 // groupsReply is a GetAllPlacementGroupReply: placement_group_table_data
 // (2), each with its bundles (3: unit_resources 2, node_id 3), state (5,
-// CREATED 2) and creator_job_id (6).
-func groupsReply(pgs []placementGroup) []byte {
+// numbered as the head's release numbers it) and creator_job_id (6).
+func groupsReply(pgs []placementGroup, version string) []byte {
 	b := append([]byte(nil), okStatus...)
 	for _, pg := range pgs {
 		g := appendBytes(nil, 1, unhex(pg.ID))
@@ -183,7 +196,7 @@ func groupsReply(pgs []placementGroup) []byte {
 		for left := pg.GPUs - sumValues(pg.GPUsOn); left > 0; left-- {
 			g = appendBytes(g, 3, appendDoubles(nil, 2, map[string]float64{"GPU": 1})) // not placed
 		}
-		g = appendVarint(g, 5, 2)
+		g = appendVarint(g, 5, placementStateNumber(pg.State, version))
 		g = appendBytes(g, 6, pg.jobID())
 		b = appendBytes(b, 2, g)
 	}

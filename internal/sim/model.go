@@ -68,6 +68,7 @@ type Model struct {
 	nodes   []Node              // what a test varies (SetRayVersion, MoveNode, HoldPort) changes it
 	rays    []*raylet           // by node index; nil: no Ray there
 	dead    []deadNode          // nodes whose raylet died, as their GCS keeps them
+	removed []removedGroup      // placement groups of servers that ended, as their GCS keeps them (REMOVED)
 	markers []map[string]string // by node index: GCS port -> start marker's holder line
 	tokens  []string            // by node index: ~/.ray/auth_token
 	locked  []bool              // by node index: the node lock is held

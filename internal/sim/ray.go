@@ -106,7 +106,18 @@ func (m *Model) placementGroups(gcsAddr string, rows []tableRow) []placementGrou
 			pgs = append(pgs, pg)
 		}
 	}
+	for _, g := range m.removed {
+		if g.gcsAddr == gcsAddr {
+			pgs = append(pgs, g.group)
+		}
+	}
 	return pgs
+}
+
+// removedGroup is a placement group the GCS at gcsAddr keeps as REMOVED.
+type removedGroup struct {
+	gcsAddr string
+	group   placementGroup
 }
 
 // row is what Ray registers for raylet r on node i: its own resources

@@ -140,6 +140,13 @@ func (m *Model) forgetGCS(gcsAddr string) {
 		}
 	}
 	m.dead = kept
+	groups := m.removed[:0]
+	for _, g := range m.removed {
+		if g.gcsAddr != gcsAddr {
+			groups = append(groups, g)
+		}
+	}
+	m.removed = groups
 }
 
 // SetVLLMVersion installs vLLM version v in Ray's Python on node i ("":

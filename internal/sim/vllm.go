@@ -202,8 +202,14 @@ func (m *Model) stopVLLM(i int, args []string) error {
 	return nil
 }
 
-// removeVLLM ends server v; the caller holds mu.
+// removeVLLM ends server v; the caller holds mu. Ray removes its
+// placement group, and the GCS keeps the group in its table as REMOVED.
 func (m *Model) removeVLLM(i int, v *vllmServer) {
+	if v.pgID != "" && v.env["RAY_ADDRESS"] != "" {
+		m.removed = append(m.removed, removedGroup{gcsAddr: v.env["RAY_ADDRESS"], group: placementGroup{ID: v.pgID, State: "REMOVED",
+			GPUs: float64(v.gpus), GPUsOn: map[string]float64{}, Holder: fmt.Sprintf("job %08x", v.pid+1), driverPID: v.pid + 1,
+			driverIP: m.nodes[i].IP.String()}})
+	}
 	kept := m.vllms[i][:0]
 	for _, o := range m.vllms[i] {
 		if o != v {
