@@ -211,6 +211,12 @@ func ParallelFits(p Placement, planned *PlannedGPUs, own float64) []finding.Find
 				"(%s). vLLM would wait for a placement group that can never be placed. Lower the sizes, or add workers with GPUs.",
 				p.Sizes.describe(), total, labels(p))}}
 	}
+	if why := p.Table.GroupsUnread; why != "" {
+		return []finding.Finding{{Rule: D8, Warning: true, Path: attr, Summary: "Cannot tell whether the GPUs are free",
+			Detail: fmt.Sprintf("%s GPUs of the cluster's %g, but Ray's placement groups could not be read on the head "+
+				"(Ray %s: %s), so the GPUs other deployments hold are not known. If they hold too many, vLLM waits for its placement group "+
+				"until 1800 s pass. `ray list placement-groups` on the head shows them.", p.Sizes.describe(), total, p.Table.RayVersion, why)}}
+	}
 	var held float64
 	var holders []string
 	for _, g := range p.Table.PlacementGroups {
@@ -249,8 +255,8 @@ func HeadGPUForDriver(p Placement, planned *PlannedGPUs, own float64) []finding.
 	switch {
 	case p.Table != nil:
 		head, ok := p.Table.Head()
-		if !ok || p.Table.FreeGPUs(head) >= 1 {
-			return nil
+		if !ok || p.Table.GroupsUnread == "" && p.Table.FreeGPUs(head) >= 1 || p.Table.GroupsUnread != "" && head.Resources["GPU"] >= 1 {
+			return nil // unread groups: ParallelFits says the plan cannot tell
 		}
 		has = fmt.Sprintf("the head (node:%s) has %g registered and %g free", head.IP, head.Resources["GPU"], p.Table.FreeGPUs(head))
 	case planned != nil && planned.Head < 1:

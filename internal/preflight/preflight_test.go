@@ -389,7 +389,15 @@ func TestParallelFits(t *testing.T) {
 	if d := ParallelFits(Placement{Sizes: Sizes{TP: 1, PP: 1}, Table: tbl}, nil, 0); d != nil {
 		t.Fatal(d)
 	}
-	tbl.PlacementGroups = nil
+	// The groups could not be read: never "none held", a warning that says so.
+	tbl.PlacementGroups, tbl.GroupsUnread, tbl.RayVersion = nil, "TypeError: create() got an unexpected keyword argument", "2.36.0"
+	d := ParallelFits(Placement{Sizes: Sizes{TP: 2, PP: 1}, Table: tbl}, nil, 0)
+	one(t, d, "Cannot tell whether the GPUs are free", "Ray 2.36.0: TypeError", "of the cluster's 2")
+	if !d[0].Warning || d[0].Rule != D8 {
+		t.Errorf("unread groups: %+v, want a D8 warning", d[0])
+	}
+	one(t, ParallelFits(Placement{Sizes: Sizes{TP: 3, PP: 1}, Table: tbl}, nil, 0), "The parallel sizes exceed", "have 2") // what is known still refuses
+	tbl.GroupsUnread = ""
 	tbl.Nodes[1].Alive = false
 	one(t, ParallelFits(Placement{Sizes: Sizes{TP: 2, PP: 1}, Table: tbl}, nil, 0), "have 1")
 	if d := ParallelFits(Placement{Sizes: Sizes{TP: 8, PP: 8}}, nil, 0); d != nil {

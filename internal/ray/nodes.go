@@ -10,8 +10,11 @@ import (
 // "@@nodes". Its argument is the GCS address (ip:port). It also lists the
 // placement groups and the job that created each (GPUs held, and by whom),
 // read from the GCS tables (ray/_private/state.py, Ray 2.52.1), so a plan
-// can tell how many GPUs are free; a Ray without those internals just
-// lists none. It reads the GCS
+// can tell how many GPUs are free. A Ray whose internals differ (the
+// accessor is 2.52's, allow_cluster_id_nil and the skip_ arguments 2.37's)
+// says why it could not list them ("placement_groups_error"): the plan
+// then cannot tell which GPUs are free, which is never "none held". It
+// reads the GCS
 // directly (about half the time of attaching a driver), falls back to
 // ray.nodes() where the internal client differs, and reports a GCS that
 // does not answer as {"gcs": "down"} rather than failing, so the provider
@@ -44,6 +47,7 @@ except (ImportError, AttributeError, TypeError):
                       "resources": res, "labels": n.get("Labels") or {}})
     ray.shutdown()
 pgs = []
+pg_error = ""
 try:
     from ray._private.state import GlobalState
     from ray._raylet import GcsClientOptions
@@ -80,9 +84,10 @@ try:
         pgs.append({"id": g.placement_group_id.hex(), "state": state,
                     "gpus": sum(b.unit_resources.get("GPU", 0) for b in g.bundles), "gpus_on": on,
                     "holder": jobs.get(g.creator_job_id, "job " + g.creator_job_id.hex())})
-except Exception:
-    pass
-print("@@nodes " + json.dumps({"gcs": "up", "ray_version": ray.__version__, "nodes": nodes, "placement_groups": pgs}))
+except Exception as e:
+    pgs, pg_error = [], "%s: %s" % (type(e).__name__, e)
+print("@@nodes " + json.dumps({"gcs": "up", "ray_version": ray.__version__, "nodes": nodes, "placement_groups": pgs,
+                               "placement_groups_error": pg_error}))
 `
 
 // Node is one row of Ray's node table.
@@ -121,6 +126,9 @@ type Table struct {
 	RayVersion      string
 	Nodes           []Node
 	PlacementGroups []PlacementGroup // only when asked for (NodesScript's second argument)
+	// GroupsUnread is why the placement groups could not be read ("" when
+	// they were): the GPUs they hold are then not known, never zero.
+	GroupsUnread string
 }
 
 // GCSGone reports whether the GCS is known to be gone, not just slow: the
@@ -151,11 +159,13 @@ func ParseNodes(out string) (Table, error) {
 			RayVersion string           `json:"ray_version"`
 			Nodes      []Node           `json:"nodes"`
 			PGs        []PlacementGroup `json:"placement_groups"`
+			PGError    string           `json:"placement_groups_error"`
 		}
 		if err := json.Unmarshal([]byte(raw), &v); err != nil {
 			return Table{}, fmt.Errorf("parse Ray node table: %w", err)
 		}
-		return Table{Gone: v.Gone, GCSUp: v.GCS == "up", GCSError: v.Error, RayVersion: v.RayVersion, Nodes: v.Nodes, PlacementGroups: v.PGs}, nil
+		return Table{Gone: v.Gone, GCSUp: v.GCS == "up", GCSError: v.Error, RayVersion: v.RayVersion, Nodes: v.Nodes, PlacementGroups: v.PGs,
+			GroupsUnread: v.PGError}, nil
 	}
 	return Table{}, fmt.Errorf("no Ray node table in the output: %q", tail(out))
 }
