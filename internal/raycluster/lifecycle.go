@@ -88,8 +88,19 @@ func (m *Manager) placeToken(ctx context.Context, s Spec, n NodeSpec, token stri
 }
 
 // startEnv is the environment a node's Ray starts with: the cluster's env,
-// its write-only secret env over it, token mode when asked, and
+// its write-only secret env over it, the auth mode auth_mode says, and
 // VLLM_HOST_IP set to the address Ray registers unless env gives one.
+//
+// The auth mode is set either way. Ray 2.60's `ray start --head` with
+// RAY_AUTH_MODE unset turns token authentication on when
+// ~/.ray/auth_token exists, and a worker's does not (ray/scripts/scripts.py
+// L1069, only in `start --head`; maybe_enable_token_auth_if_token_available
+// in ray/_private/authentication/authentication_token_setup.py, which
+// respects RAY_AUTH_MODE when it is set; 2.60.0's wheel): a head with a token file left
+// from another cluster would lock its workers out of a cluster declared
+// without authentication. "disabled" is the default of every release
+// that reads the variable (AUTH_MODE in src/ray/common/ray_config_def.h,
+// 2.52.1), so saying it changes nothing there.
 func startEnv(s Spec, registeredIP string) map[string]string {
 	env := map[string]string{}
 	for k, v := range s.Env {
@@ -98,6 +109,7 @@ func startEnv(s Spec, registeredIP string) map[string]string {
 	for k, v := range s.SecretEnv {
 		env[k] = v
 	}
+	env["RAY_AUTH_MODE"] = "disabled"
 	if s.AuthToken {
 		env["RAY_AUTH_MODE"] = "token"
 	}

@@ -15,16 +15,20 @@ func TestStartEnv(t *testing.T) {
 		want         map[string]string
 	}{
 		{name: "nothing set, registered IP becomes VLLM_HOST_IP", registeredIP: "192.168.200.13",
-			want: map[string]string{"VLLM_HOST_IP": "192.168.200.13"}},
-		{name: "no registered IP, no VLLM_HOST_IP", want: map[string]string{}},
+			want: map[string]string{"VLLM_HOST_IP": "192.168.200.13", "RAY_AUTH_MODE": "disabled"}},
+		{name: "no registered IP, no VLLM_HOST_IP", want: map[string]string{"RAY_AUTH_MODE": "disabled"}},
 		{name: "VLLM_HOST_IP given in env is kept", registeredIP: "192.168.200.13",
 			s:    Spec{Env: map[string]string{"VLLM_HOST_IP": "10.0.0.9"}},
-			want: map[string]string{"VLLM_HOST_IP": "10.0.0.9"}},
+			want: map[string]string{"VLLM_HOST_IP": "10.0.0.9", "RAY_AUTH_MODE": "disabled"}},
 		{name: "secret env over env", registeredIP: "192.168.200.13",
 			s:    Spec{Env: map[string]string{"HF_TOKEN": "plain", "A": "1"}, SecretEnv: map[string]string{"HF_TOKEN": "secret"}},
-			want: map[string]string{"HF_TOKEN": "secret", "A": "1", "VLLM_HOST_IP": "192.168.200.13"}},
+			want: map[string]string{"HF_TOKEN": "secret", "A": "1", "VLLM_HOST_IP": "192.168.200.13", "RAY_AUTH_MODE": "disabled"}},
 		{name: "token authentication", s: Spec{AuthToken: true},
 			want: map[string]string{"RAY_AUTH_MODE": "token"}},
+		// Declared without authentication, said so: Ray 2.60's head would
+		// otherwise turn token mode on over a leftover ~/.ray/auth_token.
+		{name: "authentication disabled", s: Spec{Env: map[string]string{"RAY_AUTH_MODE": "token"}},
+			want: map[string]string{"RAY_AUTH_MODE": "disabled"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := maps.Clone(c.s.Env)
