@@ -108,6 +108,9 @@ func CheckDeployment(d Deployment) (Concluded, []finding.Finding) {
 		found = append(found, ServeBesideRay(*d.Site)...)
 	}
 	found = append(found, RayAddressIsHead(d)...)
+	if d.Table != nil && !d.ClusterInRun { // a cluster this configuration plans is checked there
+		found = append(found, RayRelease(d.Table.RayVersion, "the cluster at ray_address "+d.RayAddress, finding.Attr("ray_address"))...)
+	}
 	// The placement rules judge the head's identity: Ray's live table, or
 	// the cluster planned in this run. Without either there is none to
 	// judge (D21 refused the address), and no "will serve" is promised.

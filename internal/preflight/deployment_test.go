@@ -156,6 +156,9 @@ func TestCheckDeploymentCallsEveryRule(t *testing.T) {
 		{"error: VLLM_USE_RAY_V2_EXECUTOR_BACKEND stops this vLLM at startup", func(d *Deployment) { // D18 with the flag
 			d.HeadFacts.VLLMVersion, d.Env[ExecutorEnv], d.FailOnEnviron = "0.33.0", "1", true
 		}},
+		{"error: Ray is older than the releases the plan can read", func(d *Deployment) { // D24, a Ray started by hand
+			d.Table.RayVersion = "2.5.0"
+		}},
 	} {
 		t.Run(c.want, func(t *testing.T) {
 			d := fieldReportDeployment()

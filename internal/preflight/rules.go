@@ -10,7 +10,7 @@ import "github.com/lab-infra/terraform-provider-spark/internal/finding"
 // Rule is a rule's code (finding.Rule, which cites it).
 type Rule = finding.Rule
 
-// The catalogue. D1-D13 are the design's; D14-D23 were added with the checks.
+// The catalogue. D1-D13 are the design's; D14-D24 were added with the checks.
 const (
 	D1  Rule = "D1"
 	D2  Rule = "D2"
@@ -35,6 +35,7 @@ const (
 	D21 Rule = "D21"
 	D22 Rule = "D22"
 	D23 Rule = "D23"
+	D24 Rule = "D24"
 )
 
 // Rules is the catalogue in order: each code with what it refuses.
@@ -65,4 +66,5 @@ var Rules = []struct {
 	{D21, "`ray_address` is not a Ray that answers, or not the one whose head is the deployment's head"},
 	{D22, "a `spark_model` target's `address` is not an address of that target, or the source node has no route to it (checked on every plan, whether or not anything needs copying)"},
 	{D23, "a `spark_model` target's directory is owned or writable by another user, or made in a parent another user can write (without the sticky bit), or reached through another user's link"},
+	{D24, "Ray on the head is older than 2.9.3, the oldest release whose message definitions the plan's reader of Ray's tables was checked against (a release newer than the newest checked, 2.60, is a warning)"},
 }

@@ -135,6 +135,13 @@ func clusterRuleBreaks() []ruleBreak {
 		{"VLLM_HOST_IP in env does not match the nodes' Ray addresses", func(s *Spec, _ *nodefacts.Facts, _ map[string]nodefacts.Facts) {
 			s.Env = map[string]string{"VLLM_HOST_IP": "192.168.200.12"}
 		}},
+		{"Ray is older than the releases the plan can read", func(s *Spec, hf *nodefacts.Facts, wf map[string]nodefacts.Facts) {
+			s.AuthToken = false
+			hf.RayVersion = "2.5.0"
+			f := wf["spark2"]
+			f.RayVersion = "2.5.0"
+			wf["spark2"] = f
+		}},
 		{"Ray too old for token authentication", func(_ *Spec, hf *nodefacts.Facts, wf map[string]nodefacts.Facts) {
 			hf.RayVersion = "2.40.0"
 			f := wf["spark2"]
