@@ -11,8 +11,10 @@ import (
 
 // standInRay is a test double of Ray's Python internals, laid out as the
 // ray package is, for NodesScript's paths that a real Ray of another
-// release takes (the lab runs one release; PyPI's older wheels need a
-// Python this machine's nodes do not have): the node table read through
+// release takes. Real older wheels (ray 2.36.0 has cp311 builds) would run
+// on this machine, but `make test` downloads nothing and the lab runs one
+// Ray release; a second real release in the lab is issue 32's next step,
+// and this double goes then. It stands in for: the node table read through
 // GcsClient, and the placement groups through internals whose signature
 // changed across releases. The double's GcsClientOptions.create refuses
 // allow_cluster_id_nil, as releases before 2.37 do.
