@@ -10,7 +10,8 @@ import "github.com/lab-infra/terraform-provider-spark/internal/finding"
 // Rule is a rule's code (finding.Rule, which cites it).
 type Rule = finding.Rule
 
-// The catalogue. D1-D13 are the design's; D14-D24 were added with the checks.
+// The catalogue. D1-D13 are the design's; D14-D24 were added with the checks;
+// D25-D31 are spark_vllm_mp_deployment's (internal/mpplan).
 const (
 	D1  Rule = "D1"
 	D2  Rule = "D2"
@@ -36,6 +37,13 @@ const (
 	D22 Rule = "D22"
 	D23 Rule = "D23"
 	D24 Rule = "D24"
+	D25 Rule = "D25"
+	D26 Rule = "D26"
+	D27 Rule = "D27"
+	D28 Rule = "D28"
+	D29 Rule = "D29"
+	D30 Rule = "D30"
+	D31 Rule = "D31"
 )
 
 // Rules is the catalogue in order: each code with what it refuses.
@@ -67,4 +75,11 @@ var Rules = []struct {
 	{D22, "a `spark_model` target's `address` is not an address of that target, or the source node has no route to it (checked on every plan, whether or not anything needs copying)"},
 	{D23, "a `spark_model` target's directory is owned or writable by another user, or made in a parent another user can write (without the sticky bit), or reached through another user's link"},
 	{D24, "Ray on the head is older than 2.9.3, the oldest release whose message definitions the plan's reader of Ray's tables was checked against (a release newer than the newest checked, 2.60, is a warning)"},
+	{D25, "the nodes' ranks are not 0 to N-1, one each, or N does not divide tensor × pipeline parallel size"},
+	{D26, "`master_addr` is not bound on rank 0's node, or a headless rank has no route to it (a route off the fabric interface, or through a gateway, is a warning), or rank 0 and a headless node have no route to each other's `node_ip` (vLLM's message queues)"},
+	{D27, "a node's `node_ip` is not bound on it, or its `interface` is missing, down, or does not carry `node_ip`"},
+	{D28, "vLLM is missing on a node, older than 0.11.1 (no `--nnodes`), or another release than on the other nodes"},
+	{D29, "a port vLLM binds at a fixed number (the API `port`, `master_port`) is taken on rank 0's node, by any user"},
+	{D30, "`/dev/shm` on a node has less free space than vLLM's message queues take there (rank 0's broadcast ring, about 160 MiB; 24 MiB per queue another node reads)"},
+	{D31, "the model, a path, is not a directory on a node"},
 }

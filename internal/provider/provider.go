@@ -298,7 +298,7 @@ func expandHome(p string) string {
 }
 
 func (p *sparkProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{resources.NewRayCluster, resources.NewVLLMDeployment, resources.NewModel}
+	return []func() resource.Resource{resources.NewRayCluster, resources.NewVLLMDeployment, resources.NewVLLMMPDeployment, resources.NewModel}
 }
 
 func (p *sparkProvider) DataSources(context.Context) []func() datasource.DataSource {

@@ -19,13 +19,25 @@ import (
 // Server is one vLLM server on a node, reached through the shared SSH pool.
 type Server struct {
 	Node transport.Node
-	Port int
+	Port int    // 0: it serves no port (a headless rank of internal/mpdeploy)
 	Host string // the address it listens on ("" or unspecified: every address)
+	// Key names its directory on the node, vllm-<Key>; "": the port. Set
+	// where one node runs ranks of several deployments that serve no port
+	// there.
+	Key string
 	// Wrap makes a command run where vLLM runs (the runtime's container);
 	// nil runs it on the host. WrapIfRunning does the same for a read that
 	// prints its second argument when that container is not running.
 	Wrap          func(argv []string, stdin bool) []string
 	WrapIfRunning func(argv []string, instead string) []string
+}
+
+// key is the suffix of the deployment's directory name.
+func (s Server) key() string {
+	if s.Key != "" {
+		return s.Key
+	}
+	return strconv.Itoa(s.Port)
 }
 
 func (s Server) cmd(step string, argv []string, stdin []byte) transport.Cmd {
@@ -64,7 +76,7 @@ func (s Server) Launch(ctx context.Context, dir string, env map[string]string, k
 // none. Launching says its launch is still in progress (another apply holds
 // the launch lock); otherwise it was left by an apply that was killed.
 func (s Server) Unfinished(ctx context.Context) (identity, holder string, launching bool, err error) {
-	res, err := s.Node.Run(ctx, s.cmd("read the vLLM start marker", transport.Script(UnfinishedScript, strconv.Itoa(s.Port), ""), nil))
+	res, err := s.Node.Run(ctx, s.cmd("read the vLLM start marker", transport.Script(UnfinishedScript, s.key(), ""), nil))
 	if err != nil {
 		return "", "", false, err
 	}
@@ -91,7 +103,7 @@ func (s Server) LockLaunch(ctx context.Context) (dir string, release func(), err
 
 // Settled removes the start marker: the launch answered.
 func (s Server) Settled(ctx context.Context) error {
-	_, err := s.Node.Run(ctx, s.cmd("remove the vLLM start marker", transport.Script(SettledScript, strconv.Itoa(s.Port), ""), nil))
+	_, err := s.Node.Run(ctx, s.cmd("remove the vLLM start marker", transport.Script(SettledScript, s.key(), ""), nil))
 	return err
 }
 
@@ -144,7 +156,7 @@ func (s Server) AliveAndFind(ctx context.Context, identity string) (alive bool, 
 // Dir makes or checks the deployment's private directory on the node
 // (DirScript) and returns its path.
 func (s Server) Dir(ctx context.Context) (string, error) {
-	res, err := s.Node.Run(ctx, s.cmd("check vLLM directory", transport.Script(DirScript, "", strconv.Itoa(s.Port)), nil))
+	res, err := s.Node.Run(ctx, s.cmd("check vLLM directory", transport.Script(DirScript, "", s.key()), nil))
 	if err != nil {
 		return "", err
 	}
@@ -155,7 +167,7 @@ func (s Server) Dir(ctx context.Context) (string, error) {
 // and removes the env file, which holds the API key.
 func (s Server) Stop(ctx context.Context, identity string, grace time.Duration) error {
 	_, err := s.Node.Run(ctx, s.cmd("stop vLLM", transport.Script(StopScript,
-		identity, strconv.Itoa(s.Port), strconv.Itoa(int(grace.Seconds())), ""), nil))
+		identity, strconv.Itoa(s.Port), strconv.Itoa(int(grace.Seconds())), "", s.key()), nil))
 	return err
 }
 

@@ -122,9 +122,9 @@ func ParseServeArgv(cmdline string) (ServeOptions, error) {
 	return o, nil
 }
 
-// DirScript makes, or checks, the directory where a deployment on port $2
-// keeps its env file (which holds the API key), pid and log, and prints it:
-// vllm-<port> in the SSH user's private directory (transport.PrivateDir;
+// DirScript makes, or checks, the directory where a deployment keyed $2
+// (its port, or Server.Key) keeps its env file (which holds the API key),
+// pid and log, and prints it: vllm-<key> in the SSH user's private directory (transport.PrivateDir;
 // $1, when not empty, names another one).
 const DirScript = `private=$1 port=$2
 ` + transport.PrivateDir + `private_dir
@@ -178,8 +178,9 @@ if [ -n "$st" ] && [ "${st%% *}" != Z ] && [ "$(echo "$st" | cut -d' ' -f20)" = 
 // StopScript stops the server: SIGTERM to its process group, SIGKILL after
 // $3 seconds, then checks port $2 is closed, and removes the env file (it
 // holds the API key) from directory $4, by default the deployment's own in
-// the SSH user's private directory (never made here, only cleaned when it
-// passes the owner check). $1 is the identity. The server
+// the SSH user's private directory, vllm-<$5, else the port> (never made
+// here, only cleaned when it passes the owner check). $1 is the identity;
+// port 0 serves none, so none is checked. The server
 // leads its own process group (LaunchScript's setsid); when the leader is
 // already gone — crashed, or killed by hand — members of its group may live
 // on: vLLM's EngineCore (titled "VLLM::EngineCore", so no "vllm serve" in its
@@ -187,9 +188,9 @@ if [ -n "$st" ] && [ "${st%% *}" != Z ] && [ "$(echo "$st" | cut -d' ' -f20)" = 
 // They are ours: the kernel does not reuse a PID while a process group of
 // that number has members. A PID that a process of another start time
 // holds was reused, and its group is left alone.
-const StopScript = `pid=${1%%:*} start=${1#*:} port=$2 grace=$3 dir=$4
+const StopScript = `pid=${1%%:*} start=${1#*:} port=$2 grace=$3 dir=$4 key=${5:-$2}
 private=
-` + transport.PrivateDir + `[ -n "$dir" ] || ! owned || dir=$private/vllm-$port
+` + transport.PrivateDir + `[ -n "$dir" ] || ! owned || dir=$private/vllm-$key
 same() { st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) && [ "${st%% *}" != Z ] && [ "$(echo "$st" | cut -d' ' -f20)" = "$start" ]; }
 group() { [ -n "$pid" ] && pgrep -g "$pid" >/dev/null 2>&1; }
 # A process with the PID but another start time: the PID was reused, so
@@ -210,6 +211,7 @@ fi
 # The pid file goes with the server it names (a reused PID must not look
 # like it later).
 [ -n "$dir" ] && [ "$(cat "$dir/pid" 2>/dev/null)" = "$1" ] && rm -f -- "$dir/pid"
+[ "$port" = 0 ] && exit 0
 for i in 1 2 3 4 5 6 7 8 9 10; do
   [ -z "$(ss -Hltn "sport = :$port" 2>/dev/null)" ] && exit 0
   sleep 1
@@ -217,7 +219,8 @@ done
 echo "port $port is still open after stopping vLLM: $(ss -Hltnp "sport = :$port")" >&2
 exit 1`
 
-// UnfinishedScript prints the identity of the server a launch on port $1
+// UnfinishedScript prints the identity of the server a launch keyed $1 (its
+// port, or Server.Key)
 // started and never finished (its start marker is still there: the
 // provider was killed while the model loaded), then the marker's holder;
 // nothing when there is none, or when the SSH user's private directory is
@@ -245,7 +248,7 @@ if ! flock -n 9; then echo "another apply is launching vllm serve here (it holds
 echo locked
 cat >/dev/null`
 
-// SettledScript removes the start marker of the deployment on port $1
+// SettledScript removes the start marker of the deployment keyed $1
 // once its launch answered; $2 as in UnfinishedScript.
 const SettledScript = `private=$2
 ` + transport.PrivateDir + `owned && rm -f -- "$private/vllm-$1/starting"; true`

@@ -1,0 +1,126 @@
+package mpdeploy
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/mpplan"
+	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
+)
+
+// FactsScript reads one node for the plan in one round trip: what
+// nodefacts.Script reads (interfaces, vLLM's version, the route to the
+// master address), the listeners on the ports vLLM will bind, the free space in
+// /dev/shm, and whether the model, when it is a path, is a directory here.
+// $1 the vllm command, $2 the master address, $3 the model, $4 the ports
+// (comma-separated; may be empty), $5 the other nodes' addresses whose
+// routes to read (space-separated). vLLM's version is read by the Python
+// on the vllm command's #! line, without importing vLLM.
+const FactsScript = `vllm=${1:-vllm} master=$2 model=$3 ports=$4 peers=$5
+path=$(command -v "$vllm" 2>/dev/null) || path=
+py=
+if [ -n "$path" ]; then py=$(sed -n '1s/^#![[:space:]]*//p' "$path" 2>/dev/null | cut -d' ' -f1); fi
+[ -n "$py" ] && [ -x "$py" ] || py=python3
+facts() {
+` + nodefacts.Script + `
+}
+facts ray "$py" "$master" "" "" "$vllm"
+echo @@routes
+for a in $peers; do echo "$a $(ip -o -4 route get "$a" 2>/dev/null | head -n 1)"; done
+echo @@listening
+if [ -n "$ports" ]; then ss -Hltnp 2>/dev/null; fi
+echo @@shm
+if grep -qs ' /dev/shm ' /proc/mounts; then df -B1 --output=avail /dev/shm 2>/dev/null | tail -n 1; else echo 0; fi
+echo @@model
+case $model in
+/*|./*|../*) if [ -d "$model" ]; then echo dir; elif [ -e "$model" ]; then echo "not a directory"; else echo "no such directory"; fi ;;
+esac
+echo @@done
+`
+
+func portsArg(ports []int) string {
+	s := make([]string, len(ports))
+	for i, p := range ports {
+		s[i] = strconv.Itoa(p)
+	}
+	return strings.Join(s, ",")
+}
+
+// ParseFacts reads FactsScript's output; ports are those whose listeners
+// it keeps.
+func ParseFacts(out string, ports []int) (mpplan.Seen, error) {
+	base, extra, ok := strings.Cut(out, "@@routes\n")
+	routes, extra, ok2 := strings.Cut(extra, "@@listening\n")
+	if !ok || !ok2 {
+		return mpplan.Seen{}, fmt.Errorf("unexpected output while reading the node: %q", out)
+	}
+	facts, err := nodefacts.Parse(base)
+	if err != nil {
+		return mpplan.Seen{}, err
+	}
+	listening, rest, _ := strings.Cut(extra, "@@shm\n")
+	shm, rest, _ := strings.Cut(rest, "@@model\n")
+	model, _, ok := strings.Cut(rest, "@@done")
+	if !ok {
+		return mpplan.Seen{}, fmt.Errorf("the node's facts end early: %q", extra)
+	}
+	seen := mpplan.Seen{Facts: facts, Listening: map[int]string{}, Routes: parseRoutes(routes)}
+	for _, line := range strings.Split(listening, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 {
+			continue
+		}
+		local := f[3]
+		p, err := strconv.Atoi(local[strings.LastIndexByte(local, ':')+1:])
+		if err != nil {
+			continue
+		}
+		for _, want := range ports {
+			if p == want {
+				who := "listening on " + local
+				if len(f) > 5 {
+					who += " (" + f[5] + ")"
+				}
+				seen.Listening[p] = who
+			}
+		}
+	}
+	seen.ShmFree, _ = strconv.ParseInt(strings.TrimSpace(shm), 10, 64)
+	if m := strings.TrimSpace(model); m != "" && m != "dir" {
+		seen.ModelMissing = m
+	}
+	return seen, nil
+}
+
+// parseRoutes reads "<address> <ip -o route get's line>" lines: a route
+// names its device after "dev" and its gateway after "via"; an address with
+// nothing after it has no route.
+func parseRoutes(out string) map[string]*nodefacts.Route {
+	routes := map[string]*nodefacts.Route{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		var r *nodefacts.Route
+		for i := 1; i+1 < len(f); i++ {
+			if r == nil {
+				r = &nodefacts.Route{Dst: f[0]}
+			}
+			switch f[i] {
+			case "dev":
+				r.Dev = f[i+1]
+			case "via":
+				r.Gateway = f[i+1]
+			case "src":
+				r.Src = f[i+1]
+			}
+		}
+		if r != nil && r.Dev == "" {
+			r = nil // unreachable, prohibited: no route
+		}
+		routes[f[0]] = r
+	}
+	return routes
+}

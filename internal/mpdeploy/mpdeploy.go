@@ -1,0 +1,308 @@
+// Package mpdeploy plans, launches, reads and stops one vLLM deployment
+// served across nodes by vLLM's own multiprocessing executor, with no Ray
+// (internal/mpplan has its command lines and rules). It holds no
+// Terraform: the spark_vllm_mp_deployment resource turns its model into a
+// Spec and the results back into state, as spark_vllm_deployment does with
+// internal/vllmdeploy.
+package mpdeploy
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
+	"github.com/lab-infra/terraform-provider-spark/internal/mpplan"
+	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
+	"github.com/lab-infra/terraform-provider-spark/internal/transport"
+	"github.com/lab-infra/terraform-provider-spark/internal/vllm"
+)
+
+// Spec is one deployment, as plain values.
+type Spec struct {
+	mpplan.Spec
+	// Endpoints is how each node is reached over SSH, by node name.
+	Endpoints   map[string]transport.Endpoint
+	Env         map[string]string // the user's env, on every node
+	VLLMCommand string            // "": vllm on the PATH
+}
+
+// Served is the name clients ask for.
+func (s Spec) Served() string { return vllm.ServedName(s.ServedName, s.Model) }
+
+// Manager does the work; one per provider process.
+type Manager struct {
+	Pool *transport.Pool
+}
+
+// stopGrace is how long a rank gets to end after SIGTERM.
+const stopGrace = 10 * time.Second
+
+// rank is node n's vLLM as package vllm drives it: rank 0 serves the API
+// port; the others serve none. Each node keeps the deployment in a
+// directory named after rank 0's address and port, the deployment's one
+// unique name, so a node can run ranks of several deployments.
+func (s Spec) rank(pool *transport.Pool, n mpplan.Node) vllm.Server {
+	srv := vllm.Server{Node: transport.Node{Pool: pool, Endpoint: s.Endpoints[n.Name]},
+		Key: fmt.Sprintf("mp-%s-%d", s.Nodes[0].NodeIP, s.Port)}
+	if n.Rank == 0 {
+		srv.Port, srv.Host = s.Port, s.Host
+	}
+	return srv
+}
+
+func nodeFailed(n mpplan.Node, summary string, err error) finding.Finding {
+	return finding.Finding{Path: finding.Attr("nodes").Key(n.Name), Node: n.Name, Summary: summary, Detail: err.Error()}
+}
+
+// Known says every value the checks need is known (at plan, a value from
+// a resource not created yet is not).
+func (s Spec) Known() bool {
+	if s.Model == "" || len(s.Nodes) == 0 {
+		return false
+	}
+	for _, n := range s.Nodes {
+		if n.NodeIP == "" || s.Endpoints[n.Name].Host == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// Check reads every node at once and runs mpplan's rules. ours says this
+// deployment runs now (its ports are its own). version is vLLM's on rank
+// 0's node ("" unread).
+func (m *Manager) Check(ctx context.Context, s Spec, ours bool) (version string, found []finding.Finding) {
+	if shape := mpplan.CheckShape(s.Spec); len(shape) > 0 {
+		return "", shape
+	}
+	seen, found := m.read(ctx, s)
+	return seen[s.Nodes[0].Name].Facts.VLLMVersion, append(found, mpplan.Check(s.Spec, seen, ours)...)
+}
+
+func (m *Manager) read(ctx context.Context, s Spec) (map[string]mpplan.Seen, []finding.Finding) {
+	var mu sync.Mutex
+	seen := map[string]mpplan.Seen{}
+	var found []finding.Finding
+	var wg sync.WaitGroup
+	for _, n := range s.Nodes {
+		wg.Go(func() {
+			argv := transport.Script(FactsScript, s.VLLMCommand, s.Master(), s.Model, portsArg(s.Ports(n)), strings.Join(s.Peers(n), " "))
+			res, err := m.Pool.Run(ctx, s.Endpoints[n.Name], transport.Cmd{Step: "read the node", Argv: argv})
+			var sn mpplan.Seen
+			if err == nil {
+				sn, err = ParseFacts(string(res.Stdout), s.Ports(n))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				found = append(found, nodeFailed(n, "Cannot read node "+n.Name, err))
+				return
+			}
+			seen[n.Name] = sn
+		})
+	}
+	wg.Wait()
+	slices.SortFunc(found, func(a, b finding.Finding) int { return strings.Compare(a.Node, b.Node) })
+	return seen, found
+}
+
+// env is node n's environment: the user's, then what the mode needs,
+// which wins.
+func (s Spec) env(n mpplan.Node) map[string]string {
+	env := map[string]string{}
+	maps.Copy(env, s.Env)
+	maps.Copy(env, s.Spec.Env(n))
+	return env
+}
+
+// Launch checks again, then starts every rank (rank 0 first: it binds the
+// store the others dial; then the headless ranks) and waits until rank 0
+// answers a completion. On any failure it stops every rank it started and
+// reports the failing ranks' log tails: nothing is left running. It
+// returns each node's process identity.
+func (m *Manager) Launch(ctx context.Context, s Spec) (map[string]string, []finding.Finding) {
+	_, found := m.Check(ctx, s, false)
+	if hasError(found) {
+		return nil, found
+	}
+	ids := map[string]string{}
+	var started []mpplan.Node
+	fail := func(f finding.Finding) (map[string]string, []finding.Finding) {
+		f.Detail += m.logTails(context.WithoutCancel(ctx), s, started)
+		m.stopAll(context.WithoutCancel(ctx), s, ids)
+		return nil, append(found, f)
+	}
+	// One launch at a time on each node for this deployment: another apply
+	// finds a lock held and is refused.
+	dirs := map[string]string{}
+	for _, n := range s.Nodes {
+		srv := s.rank(m.Pool, n)
+		dir, unlock, err := srv.LockLaunch(ctx)
+		if err != nil {
+			return fail(nodeFailed(n, "Cannot take the vLLM launch lock on "+n.Name, err))
+		}
+		defer unlock()
+		if id, _, _, err := srv.Unfinished(ctx); err == nil && id != "" {
+			// A killed apply's rank: ours (our private directory), stopped so
+			// the set starts whole.
+			_ = srv.Stop(ctx, id, stopGrace)
+		}
+		dirs[n.Name] = dir
+	}
+	for _, n := range s.Nodes {
+		srv := s.rank(m.Pool, n)
+		id, err := srv.Launch(ctx, dirs[n.Name], s.env(n), "", raycluster.Holder(), s.Argv(s.VLLMCommand, n))
+		if err != nil {
+			return fail(nodeFailed(n, "Cannot launch vLLM rank "+fmt.Sprint(n.Rank)+" on "+n.Name, err))
+		}
+		ids[n.Name] = id
+		started = append(started, n)
+		tflog.Info(ctx, "vLLM rank launched", map[string]any{"node": n.Name, "rank": n.Rank, "process": id})
+	}
+	rank0 := s.rank(m.Pool, s.Nodes[0])
+	if err := m.awaitReady(ctx, s, ids); err != nil {
+		return fail(finding.Finding{Summary: "vLLM did not become ready", Detail: err.Error()})
+	}
+	for _, n := range s.Nodes {
+		_ = s.rank(m.Pool, n).Settled(ctx)
+	}
+	tflog.Info(ctx, "vLLM ready across nodes", map[string]any{"node": rank0.Node.Addr(), "nodes": len(s.Nodes)})
+	return ids, found
+}
+
+// awaitReady waits for rank 0's readiness, and gives up as soon as any
+// headless rank dies: rank 0 would otherwise wait for it until vLLM's own
+// timeout.
+func (m *Manager) awaitReady(ctx context.Context, s Spec, ids map[string]string) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		t := time.NewTicker(3 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			for _, n := range s.Nodes[1:] {
+				if alive, err := s.rank(m.Pool, n).Alive(ctx, ids[n.Name]); err == nil && !alive {
+					cancel(fmt.Errorf("rank %d on node %s exited while rank 0 was starting", n.Rank, n.Name))
+					return
+				}
+			}
+		}
+	}()
+	rank0 := s.rank(m.Pool, s.Nodes[0])
+	err := rank0.Ready(ctx, s.Served(), "", ids[s.Nodes[0].Name], nil)
+	if cause := context.Cause(ctx); cause != nil && cause != context.Canceled {
+		return cause
+	}
+	if err != nil {
+		return fmt.Errorf("rank 0 on %s: %w", s.Nodes[0].Name, err)
+	}
+	run, err := rank0.Find(ctx)
+	if err != nil {
+		return fmt.Errorf("cannot tell which process answered on port %d: %w", s.Port, err)
+	}
+	if run.Identity != ids[s.Nodes[0].Name] {
+		return fmt.Errorf("port %d answered, but from process %s, not the rank 0 this apply started (%s)", s.Port, run.Identity, ids[s.Nodes[0].Name])
+	}
+	return nil
+}
+
+// logTails is the last lines of each started rank's log, for a failure's
+// detail.
+func (m *Manager) logTails(ctx context.Context, s Spec, started []mpplan.Node) string {
+	var b strings.Builder
+	for _, n := range started {
+		p, tail := s.rank(m.Pool, n).LogTail(ctx, 25)
+		fmt.Fprintf(&b, "\n\nLast 25 lines of rank %d's log on %s (%s):\n%s", n.Rank, n.Name, p, tail)
+	}
+	return b.String()
+}
+
+// stopAll stops every rank in ids, rank 0 first (its API stops taking
+// requests before its workers go).
+func (m *Manager) stopAll(ctx context.Context, s Spec, ids map[string]string) []finding.Finding {
+	var found []finding.Finding
+	for _, n := range s.Nodes {
+		id := ids[n.Name]
+		if id == "" {
+			continue
+		}
+		if err := s.rank(m.Pool, n).Stop(ctx, id, stopGrace); err != nil {
+			found = append(found, nodeFailed(n, "Cannot stop vLLM rank "+fmt.Sprint(n.Rank)+" on "+n.Name, err))
+		}
+	}
+	return found
+}
+
+// Stop stops every rank; a rank no longer running is already stopped.
+func (m *Manager) Stop(ctx context.Context, s Spec, ids map[string]string) []finding.Finding {
+	return m.stopAll(ctx, s, ids)
+}
+
+// The states Status reports.
+const (
+	Serving = "serving"
+	// Busy: every rank runs but rank 0's /health gave no answer in time.
+	Busy = "busy"
+)
+
+// Status reads every rank: Serving when each runs and rank 0's /health
+// answers; otherwise what was found, naming the ranks ("rank 1 on spark2
+// stopped"), which the plan shows as drift that the apply repairs by
+// restarting the whole set.
+func (m *Manager) Status(ctx context.Context, s Spec, ids map[string]string) (string, []finding.Finding) {
+	var mu sync.Mutex
+	var down []string
+	var found []finding.Finding
+	health := vllm.HealthOK
+	var wg sync.WaitGroup
+	for _, n := range s.Nodes {
+		wg.Go(func() {
+			srv := s.rank(m.Pool, n)
+			alive, err := srv.Alive(ctx, ids[n.Name])
+			h := vllm.HealthOK
+			if err == nil && alive && n.Rank == 0 {
+				h = srv.Health(ctx)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				found = append(found, nodeFailed(n, "Cannot read vLLM rank "+fmt.Sprint(n.Rank)+" on "+n.Name, err))
+			case !alive:
+				down = append(down, fmt.Sprintf("rank %d on %s stopped", n.Rank, n.Name))
+			case h == vllm.HealthBad || health == vllm.HealthOK:
+				health = h
+			}
+		})
+	}
+	wg.Wait()
+	if len(found) > 0 {
+		return "", found
+	}
+	slices.Sort(down)
+	switch {
+	case len(down) > 0:
+		return strings.Join(down, ", "), nil
+	case health == vllm.HealthBad:
+		return "rank 0 unhealthy", nil
+	case health == vllm.HealthSlow:
+		return Busy, nil
+	}
+	return Serving, nil
+}
+
+func hasError(ds []finding.Finding) bool {
+	return slices.ContainsFunc(ds, func(d finding.Finding) bool { return !d.Warning })
+}

@@ -1,0 +1,172 @@
+package resources_test
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/acctest"
+	"github.com/lab-infra/terraform-provider-spark/internal/lab"
+)
+
+const mpAddr = "spark_vllm_mp_deployment.pair"
+
+// mpDeploy is one spark_vllm_mp_deployment of the lab's tiny model across
+// the lab's two nodes, rank 0 on the first, with real vLLM (its CPU build).
+type mpDeploy struct {
+	masterAddr string            // "" leaves it null (rank 0's node_ip)
+	iface      map[string]string // a node's interface; absent: the lab's fabric port, eth1
+	tp         int
+}
+
+func (d mpDeploy) config(l *lab.File) string {
+	if d.tp == 0 {
+		d.tp = 2
+	}
+	master := ""
+	if d.masterAddr != "" {
+		master = fmt.Sprintf("master_addr = %q", d.masterAddr)
+	}
+	var nodes []string
+	for i, n := range l.Nodes[:2] {
+		iface, ok := d.iface[n.Name]
+		if !ok {
+			iface = "eth1"
+		}
+		nodes = append(nodes, fmt.Sprintf(`%s = { ssh_host = %q, rank = %d, node_ip = %q, interface = %q }`, n.Name, n.SSHHost, i, n.FabricIP, iface))
+	}
+	return acctest.Provider{}.Config(l) + fmt.Sprintf(`
+resource "spark_vllm_mp_deployment" "pair" {
+  nodes = {
+    %s
+  }
+  model                = %q
+  served_model_name    = "tiny"
+  tensor_parallel_size = %d
+  %s
+  vllm_command         = %q
+  env                  = { VLLM_CPU_KVCACHE_SPACE = "1", HF_HUB_OFFLINE = "1" }
+  extra_args           = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager"]
+  timeouts             = { create = "6m", update = "6m" }
+}
+`, strings.Join(nodes, "\n    "), l.Nodes[0].ModelPath, d.tp, master, l.Nodes[0].VLLMCommand)
+}
+
+// One model served across the lab's two nodes by vLLM's own multi-node mode,
+// no Ray anywhere, as the ordinary SSH user: the plan refuses the mistakes
+// real vLLM hangs or fails on (each a plan-only step, after which nothing
+// runs on the nodes); the clean configuration serves a real completion
+// from TP=2 over the fabric; a second plan is empty; a headless rank killed
+// shows at plan and the apply brings the whole set back; destroy leaves no
+// vLLM on either node.
+func TestAccVLLMMPDeployment_servesAcrossTwoNodes(t *testing.T) {
+	l := acctest.Lab(t)
+	rank0, rank1 := l.Nodes[0], l.Nodes[1]
+	r := newRefusals(t, l)
+	held := func() {
+		// Another user of rank 0's node holds the master port.
+		acctest.OnNodeAs(t, rank0, l.SecondSSHUser, "hold port 29501 as another user",
+			`setsid /opt/ray/bin/python -c 'import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("0.0.0.0", 29501)); s.listen(); time.sleep(600)' >/dev/null 2>&1 < /dev/null &
+for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.1; done; exit 1`)
+	}
+	release := func() {
+		acctest.OnNode(t, rank0, "release port 29501", `pkill -u "$1" -f 'bind\(\("0.0.0.0", 29501' ; true`, l.SecondSSHUser)
+	}
+	clean := mpDeploy{}.config(l)
+	steps := r.steps(
+		resource.TestStep{ // the field report's kind: the master address is the other node's
+			Config:      mpDeploy{masterAddr: rank1.FabricIP}.config(l),
+			ExpectError: regexp.MustCompile(`(?s)master_addr ` + regexp.QuoteMeta(rank1.FabricIP) + ` is not bound on node ` + rank0.Name + `.*Rule D26`),
+		},
+		resource.TestStep{ // the worker's port named as the head's is (Sparks cabled on different ports)
+			Config:      mpDeploy{iface: map[string]string{rank1.Name: "enp1s0f1np1"}}.config(l),
+			ExpectError: regexp.MustCompile(`(?s)interface "enp1s0f1np1" does not exist on node ` + rank1.Name + `.*Rule D27`),
+		},
+		resource.TestStep{
+			PreConfig:   held,
+			Config:      clean,
+			ExpectError: regexp.MustCompile(`(?s)Port 29501 on node ` + rank0.Name + ` \(rank 0\).*already taken.*Rule D29`),
+		},
+	)
+	steps = append(steps,
+		r.then(resource.TestStep{
+			PreConfig: release,
+			Config:    clean,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(mpAddr, plancheck.ResourceActionCreate),
+				plancheck.ExpectKnownValue(mpAddr, tfjsonpath.New("master_addr"), knownvalue.StringExact(rank0.FabricIP)),
+				plancheck.ExpectKnownValue(mpAddr, tfjsonpath.New("vllm_version"), knownvalue.StringExact(l.VLLMVersion)),
+				plancheck.ExpectKnownValue(mpAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(mpAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
+				statecheck.ExpectKnownValue(mpAddr, tfjsonpath.New("endpoint"), knownvalue.StringExact("http://"+rank0.SSHHost+":8000/v1")),
+			},
+			Check: resource.ComposeTestCheckFunc(servesChat(), ranksRunAsDeclared(t, l)),
+		}),
+		resource.TestStep{Config: clean, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
+		resource.TestStep{
+			// A headless rank dies: the plan shows it, the apply restarts the set.
+			PreConfig: func() {
+				acctest.OnNode(t, rank1, "kill the headless rank", `pkill -KILL -f '[v]llm serve' ; pkill -KILL -f '[V]LLM::' ; true`)
+			},
+			Config: clean,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(mpAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectKnownValue(mpAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
+			}},
+			Check: resource.ComposeTestCheckFunc(servesChat(), ranksRunAsDeclared(t, l)),
+		},
+	)
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { acctest.PreCheck(t) },
+		ProtoV6ProviderFactories: acctest.Factories,
+		CheckDestroy:             noVLLMLeft(l),
+		Steps:                    steps,
+	})
+	release()
+}
+
+func servesChat() resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		endpoint := s.RootModule().Resources[mpAddr].Primary.Attributes["endpoint"]
+		if code, body, err := chat(endpoint, ""); err != nil || code != 200 || !strings.Contains(body, "chat.completion") {
+			return fmt.Errorf("chat completion through %s: %d %s %v", endpoint, code, body, err)
+		}
+		return nil
+	}
+}
+
+// ranksRunAsDeclared looks at the nodes: rank 0 serves, rank 1 runs
+// --headless, each with its own node's fabric address and interface, as the
+// SSH user, and nothing of Ray runs anywhere.
+func ranksRunAsDeclared(t *testing.T, l *lab.File) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		for i, n := range l.Nodes[:2] {
+			out := acctest.OnNode(t, n, "read the rank", `for p in $(pgrep -f '[v]llm serve'); do
+  echo "user=$(stat -c %U /proc/$p)"; tr '\0' '\n' < /proc/$p/environ | grep -E '^(VLLM_HOST_IP|GLOO_SOCKET_IFNAME)='
+  tr '\0' ' ' < /proc/$p/cmdline; echo; done; pgrep -af '[r]aylet|[g]cs_server' || true`)
+			for _, want := range []string{"user=" + l.SSHUser, "VLLM_HOST_IP=" + n.FabricIP, "GLOO_SOCKET_IFNAME=eth1",
+				fmt.Sprintf("--node-rank %d", i), "--master-addr " + l.Nodes[0].FabricIP} {
+				if !strings.Contains(out, want) {
+					return fmt.Errorf("rank %d on %s: want %q in\n%s", i, n.Name, want, out)
+				}
+			}
+			if headless := strings.Contains(out, "--headless"); headless != (i > 0) {
+				return fmt.Errorf("rank %d on %s: --headless is %v:\n%s", i, n.Name, headless, out)
+			}
+			if strings.Contains(out, "raylet") || strings.Contains(out, "gcs_server") {
+				return fmt.Errorf("Ray runs on %s:\n%s", n.Name, out)
+			}
+		}
+		return nil
+	}
+}

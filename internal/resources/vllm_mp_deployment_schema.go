@@ -1,0 +1,83 @@
+package resources
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/lab-infra/terraform-provider-spark/internal/mpplan"
+	"github.com/lab-infra/terraform-provider-spark/internal/schemaparts"
+)
+
+// mpNodeAttributes are one node of a spark_vllm_mp_deployment.
+func mpNodeAttributes() map[string]schema.Attribute {
+	restart := " Changing it restarts every rank."
+	attrs := schemaparts.NodeAccessResourceAttributes("", restart, false)
+	attrs["rank"] = schema.Int64Attribute{Required: true, Validators: []validator.Int64{int64validator.AtLeast(0)},
+		MarkdownDescription: "`--node-rank`: 0 serves the API; every other rank runs `--headless`. The nodes take the ranks 0 to N-1, one each." + restart}
+	attrs["node_ip"] = schema.StringAttribute{Required: true, Validators: []validator.String{nodeIPValidator},
+		MarkdownDescription: "The address this node uses on the fabric, set as its `VLLM_HOST_IP`: the address its ranks announce to the " +
+			"others. Must be bound on the node." + restart}
+	attrs["interface"] = schema.StringAttribute{Optional: true,
+		MarkdownDescription: "This node's fabric interface (e.g. `enp1s0f0np0`), set as `GLOO_SOCKET_IFNAME` and `NCCL_SOCKET_IFNAME` on " +
+			"this node only: two Sparks cabled on different ports name them differently. Checked at plan: it must exist, be up and " +
+			"carry `node_ip`." + restart}
+	attrs["process_identity"] = schema.StringAttribute{Computed: true, MarkdownDescription: "`<pid>:<start time>` of this node's `vllm serve`."}
+	return attrs
+}
+
+func (r *mpResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	restart := " Changing it restarts every rank, behind the same readiness gate."
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "One model served across nodes by vLLM's own multi-node mode, with no Ray: `vllm serve --nnodes N " +
+			"--node-rank R --master-addr A --master-port P` on every node, `--headless` on all but rank 0, which serves the API. " +
+			"The plan reads every node first and refuses what would hang or fail: ranks that do not fit the world size, a master " +
+			"address rank 0 does not hold or a node cannot reach, a fabric address or interface missing on its node, vLLM missing, " +
+			"too old or differing, a port vLLM binds already taken, too small a `/dev/shm`, the model missing on a node.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "`<rank 0 ssh_host>:<port>`.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"nodes": schema.MapNestedAttribute{Required: true,
+				Validators:          []validator.Map{mapvalidator.KeysAre(schemaparts.WorkerName), mapvalidator.SizeAtLeast(1)},
+				NestedObject:        schema.NestedAttributeObject{Attributes: mpNodeAttributes()},
+				MarkdownDescription: "The nodes, keyed by a stable name (letters, digits, `.`, `_`, `-`), each with its rank."},
+			"model": schema.StringAttribute{Required: true, Validators: []validator.String{schemaparts.Model},
+				MarkdownDescription: "Model to serve: a Hugging Face name, or a directory that every node has at the same path (`spark_model` " +
+					"copies it)." + restart},
+			"served_model_name": schema.StringAttribute{Optional: true, Computed: true,
+				MarkdownDescription: "`--served-model-name`; the model's when null." + restart},
+			"tensor_parallel_size": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1),
+				Validators: []validator.Int64{int64validator.AtLeast(1)}, MarkdownDescription: "`--tensor-parallel-size`, across all nodes." + restart},
+			"pipeline_parallel_size": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1),
+				Validators: []validator.Int64{int64validator.AtLeast(1)}, MarkdownDescription: "`--pipeline-parallel-size`." + restart},
+			"master_addr": schema.StringAttribute{Optional: true, Computed: true, Validators: []validator.String{nodeIPValidator},
+				MarkdownDescription: "`--master-addr`: where rank 0 serves torch's store, which every rank dials. Null: rank 0's `node_ip`." + restart},
+			"master_port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(mpplan.DefaultMasterPort),
+				Validators:          []validator.Int64{int64validator.Between(1, 65535)},
+				MarkdownDescription: "`--master-port`, on rank 0. Default: 29501, vLLM's." + restart},
+			"port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(8000),
+				Validators: []validator.Int64{int64validator.Between(1, 65535)}, MarkdownDescription: "The API port on rank 0. Default: 8000." + restart},
+			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType, Validators: []validator.Map{schemaparts.PlainEnv},
+				MarkdownDescription: "Environment for vLLM on every node. Each node's `VLLM_HOST_IP`, `GLOO_SOCKET_IFNAME` and " +
+					"`NCCL_SOCKET_IFNAME` come from its own `node_ip` and `interface`, over these." + restart},
+			"extra_args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "More `vllm serve` arguments, on every node (e.g. `--max-model-len`)." + restart},
+			"vllm_command": schema.StringAttribute{Optional: true, Validators: []validator.String{schemaparts.Path},
+				MarkdownDescription: "Path of `vllm` on every node. Default: `vllm`." + restart},
+			"endpoint":     schema.StringAttribute{Computed: true, MarkdownDescription: "OpenAI base URL: `http://<rank 0 ssh_host>:<port>/v1`."},
+			"vllm_version": schema.StringAttribute{Computed: true, MarkdownDescription: "The vLLM version on rank 0's node, read at plan."},
+			"status": schema.StringAttribute{Computed: true, MarkdownDescription: "`serving` when every rank runs and rank 0's `/health` " +
+				"answers; otherwise which ranks stopped. Planned as `serving`: a stopped rank is a change the apply makes."},
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+		},
+	}
+}
