@@ -140,6 +140,105 @@ resource "spark_vllm_deployment" "tiny" {{
 '''
 
 
+def mp_ifaces(lab, row):
+    """Each node's fabric interface as the row declares it: the name the
+    node gives its fabric port, unless the row names another."""
+    named = row["ifaces"](lab) if row.get("ifaces") else {}
+    return {n["name"]: named.get(n["name"]) or fabric_ifname(lab, n) for n in (lab.head, lab.worker)}
+
+
+def mp_master(lab, row):
+    return row["master"](lab) if row.get("master") else lab.head["fabric_ip"]
+
+
+def config_mp(lab, row):
+    """A spark_vllm_mp_deployment across the two nodes (no Ray), as an
+    operator writes it."""
+    f, (h, w) = lab.f, (lab.head, lab.worker)
+    _, vllm_cmd, model, _ = commands(lab, row)
+    ifaces = mp_ifaces(lab, row)
+    extra = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager"]
+    master = f'master_addr = "{row["master"](lab)}"' if row.get("master") else ""
+    nodes = "\n    ".join(f'{n["name"]} = {{ ssh_host = "{n["ssh_host"]}", rank = {i}, node_ip = "{n["fabric_ip"]}", interface = "{ifaces[n["name"]]}" }}'
+                          for i, n in enumerate((h, w)))
+    return f'''
+terraform {{
+  required_providers {{
+    spark = {{ source = "lab-infra/spark" }}
+  }}
+}}
+provider "spark" {{
+  ssh = {{
+    user             = "{f['ssh_user']}"
+    private_key_file = "{f['private_key_file']}"
+    known_hosts_file = "{f['known_hosts_file']}"
+  }}
+}}
+resource "spark_vllm_mp_deployment" "tiny" {{
+  nodes = {{
+    {nodes}
+  }}
+  model                = "{model}"
+  served_model_name    = "tiny"
+  tensor_parallel_size = 2
+  port                 = {PORT}
+  {master}
+  vllm_command         = "{vllm_cmd}"
+  env                  = {{ HF_HUB_OFFLINE = "1", VLLM_CPU_KVCACHE_SPACE = "1" }}
+  extra_args           = [{", ".join(json.dumps(a) for a in extra)}]
+}}
+'''
+
+
+def serve_mp_by_hand(lab, row):
+    """Both ranks started by hand as the deployment would start them (rank
+    0 serves, rank 1 --headless; each node's own address and interface);
+    what rank 0 does."""
+    _, vllm_cmd, model, _ = commands(lab, row)
+    ifaces, master = mp_ifaces(lab, row), mp_master(lab, row)
+    pids, logs = {}, {}
+    try:
+        for rank, n in enumerate((lab.head, lab.worker)):
+            env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "VLLM_HOST_IP": n["fabric_ip"],
+                   "GLOO_SOCKET_IFNAME": ifaces[n["name"]], "NCCL_SOCKET_IFNAME": ifaces[n["name"]]}
+            argv = [vllm_cmd, "serve", model, "--served-model-name", "tiny", "--tensor-parallel-size", "2",
+                    "--distributed-executor-backend", "mp", "--nnodes", "2", "--node-rank", str(rank),
+                    "--master-addr", master, "--master-port", "29501",
+                    "--dtype", "float32", "--max-model-len", "256", "--enforce-eager"]
+            argv += ["--port", str(PORT)] if rank == 0 else ["--headless"]
+            exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+            logs[rank] = f"/tmp/reality-{row['name']}-r{rank}.log"
+            start = f"cd /tmp; {exports} setsid {shlex.join(argv)} > {logs[rank]} 2>&1 < /dev/null & echo $!"
+            pids[rank] = lab.user(n, start).stdout.strip().splitlines()[-1]
+        h, outcome, deadline = lab.head, None, time.time() + row.get("bound", 150)
+        while time.time() < deadline and outcome is None:
+            time.sleep(5)
+            state = lab.user(h, f"kill -0 {pids[0]} 2>/dev/null && echo alive || echo gone; {HTTP} http://127.0.0.1:{PORT}/health").stdout.split()
+            w_alive = lab.user(lab.worker, f"kill -0 {pids[1]} 2>/dev/null && echo alive").stdout.strip() == "alive"
+            if state and state[0] == "alive" and w_alive:
+                if len(state) > 1 and state[1] == "200":
+                    body = json.dumps({"model": "tiny", "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]})
+                    chat = lab.user(h, f"{HTTP} http://127.0.0.1:{PORT}/v1/chat/completions {shlex.quote(body)}", timeout=120).stdout
+                    outcome = "served" if '"choices"' in chat else "answered /health, no completion"
+            else:
+                node, rank = (h, 0) if not state or state[0] != "alive" else (lab.worker, 1)
+                # The root cause first (torch's store, gloo), else the first error line
+                # (not vLLM's warning that names an OSError it has not had).
+                tail = lab.user(node, f"grep -ohE \"(DistNetworkError: .*|ZMQError: .*|RuntimeError: .*Unable to find address for: [^ ]+)\" {logs[rank]} | head -n 1; "
+                                      f"grep -ohE \"(RuntimeError: .*|ValueError: .*|OSError: .*)\" {logs[rank]} | grep -v 'Consider increasing' | head -n 1").stdout.strip().splitlines()
+                outcome = f"failed at startup (rank {rank}): " + ((tail[0] if tail else "")[:200] or "(no error line)")
+        if outcome is None:
+            met = lab.user(h, f"grep -c 'is assigned as DP rank' {logs[0]}").stdout.strip()
+            outcome = (f"waited at the rendezvous (torch's store at {master}:29501) for {row.get('bound', 150)} s"
+                       if met == "0" else f"no answer within {row.get('bound', 150)} s")
+        return outcome
+    finally:
+        for rank, n in enumerate((lab.head, lab.worker)):
+            if rank in pids:
+                lab.user(n, f"kill -TERM -{pids[rank]} 2>/dev/null; sleep 2; kill -KILL -{pids[rank]} 2>/dev/null; "
+                            "pkill -KILL -u \"$(id -un)\" -f '[V]LLM::|[v]llm serve' 2>/dev/null; true")
+
+
 def plan_verdict(tf, rc_file, d):
     p = run([tf, "plan", "-detailed-exitcode", "-no-color", "-input=false"], cwd=d, env={**os.environ, "TF_CLI_CONFIG_FILE": rc_file})
     rules = sorted(set(re.findall(r"Rule (D\d+)", p.stdout)), key=lambda r: int(r[1:]))
@@ -205,7 +304,7 @@ def agrees(verdict, outcome):
     nothing."""
     if not verdict.startswith(("error", "warning", "clean")):
         return False
-    if outcome != "served" and not outcome.startswith(("waited at placement", "waited for Ray's GCS", "failed at startup")):
+    if outcome != "served" and not outcome.startswith(("waited at placement", "waited for Ray's GCS", "waited at the rendezvous", "failed at startup")):
         return False
     return verdict.startswith("error") == (outcome != "served")
 
@@ -239,6 +338,18 @@ ROWS = [
      "ray_port": 6390, "bound": 150},
     {"name": "model-missing-on-worker", "what": "TP=2, the model copied by hand to the head only",
      "tp": 2, "model": "/tmp/reality-model", "copy_model": "head", "bound": 150},
+    # vLLM's own multi-node mode, no Ray (spark_vllm_mp_deployment): rank 0
+    # on the head, rank 1 --headless on the worker, TP=2 across them.
+    {"name": "mp-clean", "mode": "mp", "what": "no Ray: TP=2 over the fabric, master_addr = rank 0's fabric address, each node's own interface",
+     "bound": 180},
+    {"name": "mp-master-on-worker", "mode": "mp", "what": "no Ray: master_addr = the worker's fabric address, not rank 0's (the field report's mistake in this mode)",
+     "master": lambda l: l.worker["fabric_ip"], "bound": 90},
+    {"name": "mp-port-held", "mode": "mp", "what": "no Ray: master_port 29501 held on rank 0's node by another user (ops2)",
+     "hold_port": 29501, "bound": 150},
+    {"name": "mp-worker-interface", "mode": "mp", "what": "no Ray: the worker's fabric port named otherwise (fab1), the configuration names the head's (eth1) for both",
+     "rename_worker_fabric": "fab1", "ifaces": lambda l: {l.worker["name"]: fabric_ifname(l, l.head)}, "bound": 150},
+    {"name": "mp-worker-own-interface", "mode": "mp", "what": "no Ray: the worker's fabric port named otherwise (fab1), each node's own name declared (the fix D27 names)",
+     "rename_worker_fabric": "fab1", "bound": 180},
 ]
 
 
@@ -260,7 +371,6 @@ def main():
     for row in rows:
         d = os.path.join(WORK, row["name"])
         os.makedirs(d, exist_ok=True)
-        open(os.path.join(d, "main.tf"), "w").write(config(lab, row))
         undo = []
         try:
             if row.get("hide_vllm"):
@@ -276,16 +386,30 @@ def main():
                 for n, target in ((lab.head, "/opt/ray"), (lab.worker, "/opt/vllm-0.11")):
                     lab.root(n, f"ln -sfn {target} {ENV_LINK}")
                 undo.append(lambda: [lab.root(n, f"rm -f {ENV_LINK}") for n in (lab.head, lab.worker)])
+            if row.get("hold_port"):
+                hold = ("setsid python3 -c 'import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); "
+                        f"s.bind((\"0.0.0.0\", {row['hold_port']})); s.listen(); time.sleep(900)' >/dev/null 2>&1 < /dev/null &")
+                run(["docker", "exec", "-u", lab.f["second_ssh_user"], lab.head["container"], "sh", "-c", hold])
+                time.sleep(1)
+                undo.append(lambda: lab.root(lab.head, f"pkill -u {lab.f['second_ssh_user']} -f 'time.sleep.900' ; true"))
             if row.get("copy_model"):
                 lab.root(lab.head, f"rm -rf {row['model']} && cp -r {lab.head['model_path']} {row['model']} && chmod -R a+rX {row['model']}")
                 undo.append(lambda: lab.root(lab.head, f"rm -rf {row['model']}"))
+            # After the row's changes: an interface is looked up by its name now.
+            open(os.path.join(d, "main.tf"), "w").write(config_mp(lab, row) if row.get("mode") == "mp" else config(lab, row))
             log(f"{row['name']}: plan")
             verdict, out = plan_verdict(args.cli, rc_file, d)
             open(os.path.join(d, "plan.txt"), "w").write(out)
-            log(f"{row['name']}: plan says {verdict}; applying the cluster alone, then vllm serve by hand")
+            log(f"{row['name']}: plan says {verdict}; now by hand" + ("" if row.get("mode") == "mp" else " (the cluster applied alone first)"))
             env = {**os.environ, "TF_CLI_CONFIG_FILE": rc_file}
-            ap = run([args.cli, "apply", "-auto-approve", "-no-color", "-input=false", "-target=spark_ray_cluster.lab"], cwd=d, env=env)
-            if ap.returncode != 0:
+            if row.get("mode") == "mp":
+                outcome = serve_mp_by_hand(lab, row)
+                ap = None
+            else:
+                ap = run([args.cli, "apply", "-auto-approve", "-no-color", "-input=false", "-target=spark_ray_cluster.lab"], cwd=d, env=env)
+            if ap is None:
+                pass
+            elif ap.returncode != 0:
                 outcome = "cluster did not apply: " + ap.stdout.strip().splitlines()[-1][-160:]
             else:
                 st = json.loads(run([args.cli, "show", "-json"], cwd=d, env=env).stdout)
