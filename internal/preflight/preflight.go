@@ -184,6 +184,7 @@ func SameVersions(nodes []Node) []finding.Finding {
 	} {
 		seen := map[string][]string{}
 		var missing []string
+		vllmWithoutRay := ""
 		for _, n := range nodes {
 			v := what.get(n.Facts)
 			if v == "" {
@@ -192,13 +193,19 @@ func SameVersions(nodes []Node) []finding.Finding {
 					where += fmt.Sprintf(", ray_command %q", n.RayCommand)
 				}
 				missing = append(missing, where)
+				if what.rule == D6 && n.Facts.VLLMVersion != "" && vllmWithoutRay == "" {
+					vllmWithoutRay = fmt.Sprintf(" vLLM %s is there without Ray, as in NVIDIA's vLLM containers since 26.04: vLLM 0.11.1 "+
+						"and later serve across nodes without Ray, and spark_vllm_mp_deployment declares that mode (--nnodes, "+
+						"--headless) with no spark_ray_cluster.", n.Facts.VLLMVersion)
+				}
 				continue
 			}
 			seen[v] = append(seen[v], n.Name)
 		}
 		if len(missing) > 0 {
 			out = append(out, finding.Finding{Rule: what.rule, Summary: what.name + " not found on a node",
-				Detail: fmt.Sprintf("%s was not found on %s. Install it, or point runtime.host.ray_command at it.", what.name, strings.Join(missing, ", "))})
+				Detail: fmt.Sprintf("%s was not found on %s. Install it, or point runtime.host.ray_command at it.%s", what.name,
+					strings.Join(missing, ", "), vllmWithoutRay)})
 		}
 		if len(seen) > 1 {
 			var parts []string

@@ -141,6 +141,16 @@ func TestSameVersions(t *testing.T) {
 	if len(d) != 2 || !strings.Contains(d[0].Detail, `Ray was not found on spark2 (10.1.230.181), ray_command "/nonexistent/ray"`) {
 		t.Fatalf("missing Ray not reported with its path: %+v", d)
 	}
+	if strings.Contains(d[0].Detail, "spark_vllm_mp_deployment") {
+		t.Errorf("no vLLM on the node, yet the mode without Ray is named: %s", d[0].Detail)
+	}
+	// A node with vLLM and no Ray (NVIDIA's vLLM containers since 26.04):
+	// the mode that needs no Ray is named as the fix.
+	w.Facts.VLLMVersion = "0.32.0"
+	d = SameVersions([]Node{h, w})
+	if !strings.Contains(d[0].Detail, "vLLM 0.32.0 is there without Ray") || !strings.Contains(d[0].Detail, "spark_vllm_mp_deployment") {
+		t.Errorf("vLLM without Ray: the multiprocessing mode is not named: %s", d[0].Detail)
+	}
 }
 
 func TestInterfaces(t *testing.T) {
