@@ -8,6 +8,7 @@ package mpdeploy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -202,7 +203,7 @@ func (m *Manager) awaitReady(ctx context.Context, s Spec, ids map[string]string)
 	}()
 	rank0 := s.rank(m.Pool, s.Nodes[0])
 	err := rank0.Ready(ctx, s.Served(), "", ids[s.Nodes[0].Name], nil)
-	if cause := context.Cause(ctx); cause != nil && cause != context.Canceled {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
 	}
 	if err != nil {

@@ -166,45 +166,49 @@ func Check(s Spec, seen map[string]Seen, ours bool) []finding.Finding {
 		return out
 	}
 	out = append(out, checkVersions(s, seen)...)
-	rank0 := s.Nodes[0]
-	master := s.Master()
-	masterIP, err := netip.ParseAddr(master)
 	for _, n := range s.Nodes {
-		sn, ok := seen[n.Name]
-		if !ok {
-			continue
+		if sn, ok := seen[n.Name]; ok {
+			out = append(out, checkNode(s, n, sn, ours)...)
 		}
-		out = append(out, checkFabric(n, sn)...)
-		if n.Rank == 0 && err == nil && !sn.Facts.HasAddress(masterIP) {
+	}
+	return out
+}
+
+// checkNode is every rule of one node.
+func checkNode(s Spec, n Node, sn Seen, ours bool) []finding.Finding {
+	out := checkFabric(n, sn)
+	master := s.Master()
+	if masterIP, err := netip.ParseAddr(master); err == nil {
+		if n.Rank == 0 && !sn.Facts.HasAddress(masterIP) {
 			out = append(out, finding.Finding{Rule: D26, Path: finding.Attr("master_addr"), Node: n.Name,
 				Summary: "The master address is not on rank 0's node",
 				Detail: fmt.Sprintf("master_addr %s is not bound on node %s (rank 0; its addresses: %s). Rank 0 serves torch's store "+
 					"and the scheduler's message queue there, and every other rank dials it: rank 0 fails with \"Cannot assign "+
 					"requested address\" or the other ranks wait for a store nobody serves. Set master_addr to rank 0's fabric "+
-					"address (%s), or leave it unset.", master, n.Name, addressList(sn.Facts), rank0.NodeIP)})
+					"address (%s), or leave it unset.", master, n.Name, addressList(sn.Facts), s.Nodes[0].NodeIP)})
 		}
-		if n.Rank != 0 && err == nil {
+		if n.Rank != 0 {
 			out = append(out, checkRoute(n, sn, master)...)
 		}
-		out = append(out, checkPeers(s, n, sn)...)
-		if !ours {
-			for _, p := range s.Ports(n) {
-				if who, held := sn.Listening[p]; held {
-					out = append(out, portHeld(s, n, p, who))
-				}
+	}
+	out = append(out, checkPeers(s, n, sn)...)
+	if !ours {
+		for _, p := range s.Ports(n) {
+			if who, held := sn.Listening[p]; held {
+				out = append(out, portHeld(s, n, p, who))
 			}
 		}
-		if need := s.ShmNeed(n); sn.ShmFree < need {
-			out = append(out, finding.Finding{Rule: D30, Path: nodePath(n, ""), Node: n.Name, Summary: "/dev/shm too small",
-				Detail: fmt.Sprintf("/dev/shm on node %s has %s free; vLLM's message queues for this layout take %s there "+
-					"(rank %d) and vLLM refuses to start with \"Insufficient space in /dev/shm\". Give the node (or its "+
-					"container: `--shm-size`, `--ipc=host`) a larger /dev/shm, or free it.", n.Name, size(sn.ShmFree), size(need), n.Rank)})
-		}
-		if sn.ModelMissing != "" {
-			out = append(out, finding.Finding{Rule: D31, Path: finding.Attr("model"), Node: n.Name, Summary: "The model is not on every node",
-				Detail: fmt.Sprintf("model %s: %s on node %s. Every rank loads its part of the weights from its own node's disk. "+
-					"Copy the model there (spark_model), or serve a Hugging Face name each node can download.", s.Model, sn.ModelMissing, n.Name)})
-		}
+	}
+	if need := s.ShmNeed(n); sn.ShmFree < need {
+		out = append(out, finding.Finding{Rule: D30, Path: nodePath(n, ""), Node: n.Name, Summary: "/dev/shm too small",
+			Detail: fmt.Sprintf("/dev/shm on node %s has %s free; vLLM's message queues for this layout take %s there "+
+				"(rank %d) and vLLM refuses to start with \"Insufficient space in /dev/shm\". Give the node (or its "+
+				"container: `--shm-size`, `--ipc=host`) a larger /dev/shm, or free it.", n.Name, size(sn.ShmFree), size(need), n.Rank)})
+	}
+	if sn.ModelMissing != "" {
+		out = append(out, finding.Finding{Rule: D31, Path: finding.Attr("model"), Node: n.Name, Summary: "The model is not on every node",
+			Detail: fmt.Sprintf("model %s: %s on node %s. Every rank loads its part of the weights from its own node's disk. "+
+				"Copy the model there (spark_model), or serve a Hugging Face name each node can download.", s.Model, sn.ModelMissing, n.Name)})
 	}
 	return out
 }

@@ -183,29 +183,16 @@ func SameVersions(nodes []Node) []finding.Finding {
 		{D7, "Python", func(f nodefacts.Facts) string { return f.PythonVersion }, "run Ray under the same Python minor version on every node"},
 	} {
 		seen := map[string][]string{}
-		var missing []string
-		vllmWithoutRay := ""
+		var missing []Node
 		for _, n := range nodes {
-			v := what.get(n.Facts)
-			if v == "" {
-				where := n.Name + " (" + n.SSHHost + ")"
-				if n.RayCommand != "" {
-					where += fmt.Sprintf(", ray_command %q", n.RayCommand)
-				}
-				missing = append(missing, where)
-				if what.rule == D6 && n.Facts.VLLMVersion != "" && vllmWithoutRay == "" {
-					vllmWithoutRay = fmt.Sprintf(" vLLM %s is there without Ray, as in NVIDIA's vLLM containers since 26.04: vLLM 0.11.1 "+
-						"and later serve across nodes without Ray, and spark_vllm_mp_deployment declares that mode (--nnodes, "+
-						"--headless) with no spark_ray_cluster.", n.Facts.VLLMVersion)
-				}
-				continue
+			if v := what.get(n.Facts); v != "" {
+				seen[v] = append(seen[v], n.Name)
+			} else {
+				missing = append(missing, n)
 			}
-			seen[v] = append(seen[v], n.Name)
 		}
 		if len(missing) > 0 {
-			out = append(out, finding.Finding{Rule: what.rule, Summary: what.name + " not found on a node",
-				Detail: fmt.Sprintf("%s was not found on %s. Install it, or point runtime.host.ray_command at it.%s", what.name,
-					strings.Join(missing, ", "), vllmWithoutRay)})
+			out = append(out, notFound(what.rule, what.name, missing))
 		}
 		if len(seen) > 1 {
 			var parts []string
@@ -217,6 +204,36 @@ func SameVersions(nodes []Node) []finding.Finding {
 		}
 	}
 	return out
+}
+
+// notFound is D6's or D7's finding for the nodes missing Ray or Python,
+// each with where it was looked for.
+func notFound(rule Rule, name string, missing []Node) finding.Finding {
+	var where []string
+	fix := ""
+	for _, n := range missing {
+		w := n.Name + " (" + n.SSHHost + ")"
+		if n.RayCommand != "" {
+			w += fmt.Sprintf(", ray_command %q", n.RayCommand)
+		}
+		where = append(where, w)
+		if rule == D6 && fix == "" {
+			fix = noRayFix(n.Facts)
+		}
+	}
+	return finding.Finding{Rule: rule, Summary: name + " not found on a node",
+		Detail: fmt.Sprintf("%s was not found on %s. Install it, or point runtime.host.ray_command at it.%s", name, strings.Join(where, ", "), fix)}
+}
+
+// noRayFix names vLLM's own multi-node mode where a node has vLLM but no
+// Ray (NVIDIA's vLLM containers since 26.04); "" where it has no vLLM.
+func noRayFix(f nodefacts.Facts) string {
+	if f.VLLMVersion == "" {
+		return ""
+	}
+	return fmt.Sprintf(" vLLM %s is there without Ray, as in NVIDIA's vLLM containers since 26.04: vLLM 0.11.1 "+
+		"and later serve across nodes without Ray, and spark_vllm_mp_deployment declares that mode (--nnodes, "+
+		"--headless) with no spark_ray_cluster.", f.VLLMVersion)
 }
 
 // WorkerHostIP (D10): vLLM's worker actors read VLLM_HOST_IP from the

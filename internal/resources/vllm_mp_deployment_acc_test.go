@@ -139,7 +139,7 @@ func servesChat() resource.TestCheckFunc {
 	return func(s *terraform.State) error {
 		endpoint := s.RootModule().Resources[mpAddr].Primary.Attributes["endpoint"]
 		if code, body, err := chat(endpoint, ""); err != nil || code != 200 || !strings.Contains(body, "chat.completion") {
-			return fmt.Errorf("chat completion through %s: %d %s %v", endpoint, code, body, err)
+			return fmt.Errorf("chat completion through %s: %d %s %w", endpoint, code, body, err)
 		}
 		return nil
 	}
