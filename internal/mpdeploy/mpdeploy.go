@@ -84,7 +84,42 @@ func (m *Manager) Check(ctx context.Context, s Spec, ours bool) (version string,
 		return "", shape
 	}
 	seen, found := m.read(ctx, s)
+	if !ours {
+		left, f := m.unfinished(ctx, s)
+		found = append(found, f...)
+		ours = left
+	}
 	return seen[s.Nodes[0].Name].Facts.VLLMVersion, append(found, mpplan.Check(s.Spec, seen, ours)...)
+}
+
+// unfinished looks on every node for a rank of this deployment that an
+// apply started and never saw ready (its start marker is still there: the
+// apply was killed). Such ranks are this deployment's own, which the next
+// apply stops before it starts the set (Launch), so they never need a hand
+// on the node; left says rank 0 is one of them, so the ports it holds are
+// the deployment's own. A launch still in progress (another apply holds
+// its lock) is refused.
+func (m *Manager) unfinished(ctx context.Context, s Spec) (left bool, found []finding.Finding) {
+	for _, n := range s.Nodes {
+		id, holder, launching, err := s.rank(m.Pool, n).Unfinished(ctx)
+		switch {
+		case err != nil:
+			found = append(found, nodeFailed(n, "Cannot read the vLLM start marker on "+n.Name, err))
+		case id == "":
+		case launching:
+			found = append(found, finding.Finding{Path: finding.Attr("nodes").Key(n.Name), Node: n.Name,
+				Summary: "Another apply is launching this deployment",
+				Detail: fmt.Sprintf("%s is starting rank %d on %s (process %s) and holds its launch lock. Wait for it to finish, then plan again.",
+					holder, n.Rank, n.Name, id)})
+		default:
+			left = left || n.Rank == 0
+			found = append(found, finding.Finding{Warning: true, Path: finding.Attr("nodes").Key(n.Name), Node: n.Name,
+				Summary: "An interrupted apply left a rank running",
+				Detail: fmt.Sprintf("Rank %d on %s (process %s), started by %s, never answered its readiness check: that apply was "+
+					"interrupted. The apply stops it before it starts the set.", n.Rank, n.Name, id, holder)})
+		}
+	}
+	return left, found
 }
 
 func (m *Manager) read(ctx context.Context, s Spec) (map[string]mpplan.Seen, []finding.Finding) {

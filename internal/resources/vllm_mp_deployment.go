@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/mpdeploy"
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
 )
@@ -115,6 +116,14 @@ func (r *mpResource) Update(ctx context.Context, req resource.UpdateRequest, res
 	resp.Diagnostics.Append(diags...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if !mpRestarts(ctx, &state, &plan) {
+		// Only what restarts nothing changed (a host_key, timeouts).
+		for name, n := range plan.Nodes {
+			n.ProcessIdentity = state.Nodes[name].ProcessIdentity
+		}
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		return
+	}
 	if r.stop(ctx, &state, &resp.Diagnostics); resp.Diagnostics.HasError() {
 		return
 	}
@@ -162,42 +171,47 @@ func (r *mpResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 		return
 	}
 	plan.planComputed(&config)
-	// running: this deployment serves now. ours: it has processes, which an
-	// apply stops before it starts the set again, so the ports they hold
-	// are its own (Launch checks again once they are stopped). starts: the
-	// apply will (re)start the ranks.
-	running, ours := false, false
+	// ours: this deployment has processes, which an apply stops before it
+	// starts the set again, so the ports they hold are its own (Launch
+	// checks again once they are stopped). starts: the apply (re)starts
+	// the ranks.
+	var state *mpModel
+	ours := false
 	if !req.State.Raw.IsNull() {
-		var state mpModel
-		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-		running = state.Status.ValueString() == mpdeploy.Serving
+		state = &mpModel{}
+		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
 		if r0 := state.rank0(); r0 != nil {
 			ours = r0.ProcessIdentity.ValueString() != ""
-		}
-	}
-	starts := !running || !req.Plan.Raw.Equal(req.State.Raw)
-	if starts {
-		// Every rank starts anew: new processes.
-		for _, n := range plan.Nodes {
-			n.ProcessIdentity = types.StringUnknown()
 		}
 	}
 	spec, diags := plan.spec(ctx)
 	if resp.Diagnostics.Append(diags...); resp.Diagnostics.HasError() {
 		return
 	}
+	var found []finding.Finding
 	if spec.Known() {
-		version, found := r.dep.Check(ctx, spec, ours)
-		d := preflightDiags(found)
-		if !starts {
-			d = startGuardsAsWarnings(d)
-		}
-		if resp.Diagnostics.Append(withDestroyHint(d)...); resp.Diagnostics.HasError() {
-			return
-		}
+		var version string
+		version, found = r.dep.Check(ctx, spec, ours)
 		if version != "" {
 			plan.VLLMVersion = types.StringValue(version)
 		}
+	}
+	// Every rank starts anew (new processes), or keeps running: the
+	// framework plans a computed value unknown on any change, so the
+	// running processes are planned back from the state.
+	starts := mpRestarts(ctx, state, &plan)
+	for name, n := range plan.Nodes {
+		n.ProcessIdentity = types.StringUnknown()
+		if was, ok := state.nodes()[name]; ok && !starts {
+			n.ProcessIdentity = was.ProcessIdentity
+		}
+	}
+	d := preflightDiags(found)
+	if !starts {
+		d = startGuardsAsWarnings(d)
+	}
+	if resp.Diagnostics.Append(withDestroyHint(d)...); resp.Diagnostics.HasError() {
+		return
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-testing/compare"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -25,6 +26,7 @@ type mpDeploy struct {
 	masterAddr string            // "" leaves it null (rank 0's node_ip)
 	iface      map[string]string // a node's interface; absent: the lab's fabric port, eth1
 	tp         int
+	hostKeys   bool // pin each node's host key
 }
 
 func (d mpDeploy) config(l *lab.File) string {
@@ -41,7 +43,11 @@ func (d mpDeploy) config(l *lab.File) string {
 		if !ok {
 			iface = "eth1"
 		}
-		nodes = append(nodes, fmt.Sprintf(`%s = { ssh_host = %q, rank = %d, node_ip = %q, interface = %q }`, n.Name, n.SSHHost, i, n.FabricIP, iface))
+		pin := ""
+		if d.hostKeys {
+			pin = fmt.Sprintf(", host_key = %q", n.HostKey)
+		}
+		nodes = append(nodes, fmt.Sprintf(`%s = { ssh_host = %q, rank = %d, node_ip = %q, interface = %q%s }`, n.Name, n.SSHHost, i, n.FabricIP, iface, pin))
 	}
 	return acctest.Provider{}.Config(l) + fmt.Sprintf(`
 resource "spark_vllm_mp_deployment" "pair" {
@@ -81,6 +87,9 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 		acctest.OnNode(t, rank0, "release port 29501", `pkill -u "$1" -f 'bind\(\("0.0.0.0", 29501' ; true`, l.SecondSSHUser)
 	}
 	clean := mpDeploy{}.config(l)
+	// The same process on each node across the steps that restart nothing.
+	sameProcess := statecheck.CompareValue(compare.ValuesSame())
+	identity := tfjsonpath.New("nodes").AtMapKey(rank1.Name).AtMapKey("process_identity")
 	steps := r.steps(
 		resource.TestStep{ // the field report's kind: the master address is the other node's
 			Config:      mpDeploy{masterAddr: rank1.FabricIP}.config(l),
@@ -109,10 +118,20 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(mpAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
 				statecheck.ExpectKnownValue(mpAddr, tfjsonpath.New("endpoint"), knownvalue.StringExact("http://"+rank0.SSHHost+":8000/v1")),
+				sameProcess.AddStateValue(mpAddr, identity),
 			},
 			Check: resource.ComposeTestCheckFunc(servesChat(), ranksRunAsDeclared(t, l)),
 		}),
 		resource.TestStep{Config: clean, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
+		resource.TestStep{
+			// Pinning the host keys changes how the nodes are checked, not what runs.
+			Config: mpDeploy{hostKeys: true}.config(l),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(mpAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectKnownValue(mpAddr, identity, knownvalue.NotNull()),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{sameProcess.AddStateValue(mpAddr, identity)},
+		},
 		resource.TestStep{
 			// A headless rank dies: the plan shows it, the apply restarts the set.
 			PreConfig: func() {

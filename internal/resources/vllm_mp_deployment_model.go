@@ -3,6 +3,7 @@ package resources
 import (
 	"context"
 	"net"
+	"reflect"
 	"strconv"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -77,6 +78,14 @@ func (m *mpModel) identities() map[string]string {
 	return ids
 }
 
+// nodes is m's nodes; none when m is nil (no state).
+func (m *mpModel) nodes() map[string]*mpNodeModel {
+	if m == nil {
+		return nil
+	}
+	return m.Nodes
+}
+
 // rank0 is the node of rank 0 (nil when none is, which D25 refuses).
 func (m *mpModel) rank0() *mpNodeModel {
 	for _, n := range m.Nodes {
@@ -105,4 +114,41 @@ func (m *mpModel) planComputed(config *mpModel) {
 		m.Endpoint = types.StringValue("http://" + id + "/v1")
 	}
 	m.Status = types.StringValue(mpdeploy.Serving)
+}
+
+// mpRestarts says the apply must (re)start the set: nothing runs (no state,
+// or not serving), something the ranks run with changed, or vLLM on the
+// nodes did. A node's
+// host_key only checks the node, and timeouts bound the provider: neither
+// restarts anything. The plan and the apply decide by this one function.
+func mpRestarts(ctx context.Context, state, plan *mpModel) bool {
+	if state == nil || state.Status.ValueString() != mpdeploy.Serving {
+		return true
+	}
+	old, d1 := state.spec(ctx)
+	next, d2 := plan.spec(ctx)
+	if d1.HasError() || d2.HasError() || len(old.Endpoints) != len(next.Endpoints) {
+		return true
+	}
+	for name, e := range old.Endpoints {
+		n, ok := next.Endpoints[name]
+		if !ok {
+			return true
+		}
+		e.HostKey, n.HostKey = "", ""
+		if e != n {
+			return true
+		}
+	}
+	// Another vLLM installed on the nodes since the set started: the apply
+	// starts it. Unknown values read as empty: a value not known yet is a
+	// change.
+	if !plan.VLLMVersion.IsUnknown() && !state.VLLMVersion.IsNull() && plan.VLLMVersion.ValueString() != state.VLLMVersion.ValueString() {
+		return true
+	}
+	if plan.Model.IsUnknown() || plan.MasterAddr.IsUnknown() || plan.ServedModelName.IsUnknown() {
+		return true
+	}
+	old.Endpoints, next.Endpoints = nil, nil
+	return !reflect.DeepEqual(old, next)
 }
