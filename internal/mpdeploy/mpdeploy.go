@@ -32,6 +32,17 @@ type Spec struct {
 	Endpoints   map[string]transport.Endpoint
 	Env         map[string]string // the user's env, on every node
 	VLLMCommand string            // "": vllm on the PATH
+	APIKeyFile  string            // on rank 0's node; "": none
+	// SecretsVersion is api_key_wo_version and secret_env_wo_version: a new
+	// one restarts the set with the new values (the values are never in a
+	// Spec, so never in state).
+	SecretsVersion [2]int64
+}
+
+// Secrets are the write-only values: never in a Spec, so never in state.
+type Secrets struct {
+	APIKey string            // rank 0's VLLM_API_KEY
+	Env    map[string]string // on every node
 }
 
 // Served is the name clients ask for.
@@ -149,11 +160,12 @@ func (m *Manager) read(ctx context.Context, s Spec) (map[string]mpplan.Seen, []f
 	return seen, found
 }
 
-// env is node n's environment: the user's, then what the mode needs,
-// which wins.
-func (s Spec) env(n mpplan.Node) map[string]string {
+// env is node n's environment: the user's, its secret env over it, then
+// what the mode needs, which wins.
+func (s Spec) env(n mpplan.Node, secret map[string]string) map[string]string {
 	env := map[string]string{}
 	maps.Copy(env, s.Env)
+	maps.Copy(env, secret)
 	maps.Copy(env, s.Spec.Env(n))
 	return env
 }
@@ -163,7 +175,8 @@ func (s Spec) env(n mpplan.Node) map[string]string {
 // answers a completion. On any failure it stops every rank it started and
 // reports the failing ranks' log tails: nothing is left running. It
 // returns each node's process identity.
-func (m *Manager) Launch(ctx context.Context, s Spec) (map[string]string, []finding.Finding) {
+func (m *Manager) Launch(ctx context.Context, s Spec, sec Secrets) (map[string]string, []finding.Finding) {
+	apiKey := sec.APIKey
 	_, found := m.Check(ctx, s, false)
 	if hasError(found) {
 		return nil, found
@@ -194,7 +207,16 @@ func (m *Manager) Launch(ctx context.Context, s Spec) (map[string]string, []find
 	}
 	for _, n := range s.Nodes {
 		srv := s.rank(m.Pool, n)
-		id, err := srv.Launch(ctx, dirs[n.Name], s.env(n), "", raycluster.Holder(), s.Argv(s.VLLMCommand, n))
+		env, keyFile := s.env(n, sec.Env), ""
+		if n.Rank == 0 {
+			// The API key reaches rank 0 only, in its 0600 environment file
+			// (or read there from api_key_file), never its argv.
+			if apiKey != "" {
+				env["VLLM_API_KEY"] = apiKey
+			}
+			keyFile = s.APIKeyFile
+		}
+		id, err := srv.Launch(ctx, dirs[n.Name], env, keyFile, raycluster.Holder(), s.Argv(s.VLLMCommand, n))
 		if err != nil {
 			return fail(nodeFailed(n, "Cannot launch vLLM rank "+fmt.Sprint(n.Rank)+" on "+n.Name, err))
 		}
@@ -203,7 +225,14 @@ func (m *Manager) Launch(ctx context.Context, s Spec) (map[string]string, []find
 		tflog.Info(ctx, "vLLM rank launched", map[string]any{"node": n.Name, "rank": n.Rank, "process": id})
 	}
 	rank0 := s.rank(m.Pool, s.Nodes[0])
-	if err := m.awaitReady(ctx, s, ids); err != nil {
+	if apiKey == "" && s.APIKeyFile != "" {
+		key, err := rank0.ReadKeyFile(ctx, s.APIKeyFile)
+		if err != nil {
+			return fail(finding.Finding{Path: finding.Attr("api_key_file"), Summary: "Cannot read api_key_file", Detail: err.Error()})
+		}
+		apiKey = key
+	}
+	if err := m.awaitReady(ctx, s, ids, apiKey); err != nil {
 		return fail(finding.Finding{Summary: "vLLM did not become ready", Detail: err.Error()})
 	}
 	for _, n := range s.Nodes {
@@ -216,7 +245,7 @@ func (m *Manager) Launch(ctx context.Context, s Spec) (map[string]string, []find
 // awaitReady waits for rank 0's readiness, and gives up as soon as any
 // headless rank dies: rank 0 would otherwise wait for it until vLLM's own
 // timeout.
-func (m *Manager) awaitReady(ctx context.Context, s Spec, ids map[string]string) error {
+func (m *Manager) awaitReady(ctx context.Context, s Spec, ids map[string]string, apiKey string) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go func() {
@@ -237,7 +266,7 @@ func (m *Manager) awaitReady(ctx context.Context, s Spec, ids map[string]string)
 		}
 	}()
 	rank0 := s.rank(m.Pool, s.Nodes[0])
-	err := rank0.Ready(ctx, s.Served(), "", ids[s.Nodes[0].Name], nil)
+	err := rank0.Ready(ctx, s.Served(), apiKey, ids[s.Nodes[0].Name], nil)
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -43,12 +44,12 @@ func (r *mpResource) Configure(_ context.Context, req resource.ConfigureRequest,
 
 // launch starts every rank through mpdeploy.Launch (which leaves nothing
 // running when it fails) and fills in what a create or update writes.
-func (r *mpResource) launch(ctx context.Context, m *mpModel, diags *diag.Diagnostics) {
+func (r *mpResource) launch(ctx context.Context, m *mpModel, sec mpdeploy.Secrets, diags *diag.Diagnostics) {
 	spec, d := m.spec(ctx)
 	if diags.Append(d...); diags.HasError() {
 		return
 	}
-	ids, found := r.dep.Launch(ctx, spec)
+	ids, found := r.dep.Launch(ctx, spec, sec)
 	if addPreflight(diags, found); diags.HasError() {
 		return
 	}
@@ -56,6 +57,23 @@ func (r *mpResource) launch(ctx context.Context, m *mpModel, diags *diag.Diagnos
 		n.ProcessIdentity = types.StringValue(ids[name])
 	}
 	m.Status = types.StringValue(mpdeploy.Serving)
+	m.APIKeyWO, m.SecretEnvWO = types.StringNull(), types.MapNull(types.StringType) // write-only: never in state
+}
+
+// mpSecrets are the write-only values, read from the configuration (they
+// are in no plan and no state).
+func mpSecrets(ctx context.Context, cfg interface {
+	GetAttribute(context.Context, path.Path, any) diag.Diagnostics
+}, diags *diag.Diagnostics) mpdeploy.Secrets {
+	var key types.String
+	var env types.Map
+	diags.Append(cfg.GetAttribute(ctx, path.Root("api_key_wo"), &key)...)
+	diags.Append(cfg.GetAttribute(ctx, path.Root("secret_env_wo"), &env)...)
+	sec := mpdeploy.Secrets{APIKey: key.ValueString(), Env: map[string]string{}}
+	if !env.IsNull() && !env.IsUnknown() {
+		diags.Append(env.ElementsAs(ctx, &sec.Env, false)...)
+	}
+	return sec
 }
 
 func (r *mpResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -68,7 +86,7 @@ func (r *mpResource) Create(ctx context.Context, req resource.CreateRequest, res
 	resp.Diagnostics.Append(diags...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if r.launch(ctx, &m, &resp.Diagnostics); resp.Diagnostics.HasError() {
+	if r.launch(ctx, &m, mpSecrets(ctx, req.Config, &resp.Diagnostics), &resp.Diagnostics); resp.Diagnostics.HasError() {
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
@@ -121,13 +139,14 @@ func (r *mpResource) Update(ctx context.Context, req resource.UpdateRequest, res
 		for name, n := range plan.Nodes {
 			n.ProcessIdentity = state.Nodes[name].ProcessIdentity
 		}
+		plan.APIKeyWO, plan.SecretEnvWO = types.StringNull(), types.MapNull(types.StringType)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 		return
 	}
 	if r.stop(ctx, &state, &resp.Diagnostics); resp.Diagnostics.HasError() {
 		return
 	}
-	if r.launch(ctx, &plan, &resp.Diagnostics); resp.Diagnostics.HasError() {
+	if r.launch(ctx, &plan, mpSecrets(ctx, req.Config, &resp.Diagnostics), &resp.Diagnostics); resp.Diagnostics.HasError() {
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)

@@ -26,7 +26,8 @@ type mpDeploy struct {
 	masterAddr string            // "" leaves it null (rank 0's node_ip)
 	iface      map[string]string // a node's interface; absent: the lab's fabric port, eth1
 	tp         int
-	hostKeys   bool // pin each node's host key
+	hostKeys   bool   // pin each node's host key
+	keyLine    string // the API key's attribute lines (keySetup)
 }
 
 func (d mpDeploy) config(l *lab.File) string {
@@ -58,12 +59,13 @@ resource "spark_vllm_mp_deployment" "pair" {
   served_model_name    = "tiny"
   tensor_parallel_size = %d
   %s
+  %s
   vllm_command         = %q
   env                  = { VLLM_CPU_KVCACHE_SPACE = "1", HF_HUB_OFFLINE = "1" }
   extra_args           = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager"]
   timeouts             = { create = "6m", update = "6m" }
 }
-`, strings.Join(nodes, "\n    "), l.Nodes[0].ModelPath, d.tp, master, l.Nodes[0].VLLMCommand)
+`, strings.Join(nodes, "\n    "), l.Nodes[0].ModelPath, d.tp, master, d.keyLine, l.Nodes[0].VLLMCommand)
 }
 
 // One model served across the lab's two nodes by vLLM's own multi-node mode,
@@ -77,6 +79,8 @@ func TestAccVLLMMPDeployment_servesAcrossTwoNodes(t *testing.T) {
 	l := acctest.Lab(t)
 	rank0, rank1 := l.Nodes[0], l.Nodes[1]
 	r := newRefusals(t, l)
+	const canary = "mp-canary-5c1d2e"
+	key := keySetup(t, l, rank0, canary)
 	held := func() {
 		// Another user of rank 0's node holds the master port.
 		acctest.OnNodeAs(t, rank0, l.SecondSSHUser, "hold port 29501 as another user",
@@ -86,7 +90,11 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 	release := func() {
 		acctest.OnNode(t, rank0, "release port 29501", `pkill -u "$1" -f 'bind\(\("0.0.0.0", 29501' ; true`, l.SecondSSHUser)
 	}
-	clean := mpDeploy{}.config(l)
+	vars := ""
+	if strings.Contains(key, "var.vllm_api_key") {
+		vars = "variable \"vllm_api_key\" {\n  type      = string\n  sensitive = true\n}\n"
+	}
+	clean := vars + mpDeploy{keyLine: key}.config(l)
 	// The same process on each node across the steps that restart nothing.
 	sameProcess := statecheck.CompareValue(compare.ValuesSame())
 	identity := tfjsonpath.New("nodes").AtMapKey(rank1.Name).AtMapKey("process_identity")
@@ -120,12 +128,12 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 				statecheck.ExpectKnownValue(mpAddr, tfjsonpath.New("endpoint"), knownvalue.StringExact("http://"+rank0.SSHHost+":8000/v1")),
 				sameProcess.AddStateValue(mpAddr, identity),
 			},
-			Check: resource.ComposeTestCheckFunc(servesChat(), ranksRunAsDeclared(t, l)),
+			Check: resource.ComposeTestCheckFunc(servesChat(canary), ranksRunAsDeclared(t, l), keyNowhere(t, l, canary)),
 		}),
 		resource.TestStep{Config: clean, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
 		resource.TestStep{
 			// Pinning the host keys changes how the nodes are checked, not what runs.
-			Config: mpDeploy{hostKeys: true}.config(l),
+			Config: vars + mpDeploy{hostKeys: true, keyLine: key}.config(l),
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				plancheck.ExpectResourceAction(mpAddr, plancheck.ResourceActionUpdate),
 				plancheck.ExpectKnownValue(mpAddr, identity, knownvalue.NotNull()),
@@ -142,7 +150,7 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 				plancheck.ExpectResourceAction(mpAddr, plancheck.ResourceActionUpdate),
 				plancheck.ExpectKnownValue(mpAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
 			}},
-			Check: resource.ComposeTestCheckFunc(servesChat(), ranksRunAsDeclared(t, l)),
+			Check: resource.ComposeTestCheckFunc(servesChat(canary), ranksRunAsDeclared(t, l)),
 		},
 	)
 	resource.Test(t, resource.TestCase{
@@ -154,11 +162,34 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 	release()
 }
 
-func servesChat() resource.TestCheckFunc {
+// servesChat asks rank 0's endpoint for a completion with the key, and
+// checks one without it is refused.
+func servesChat(key string) resource.TestCheckFunc {
 	return func(s *terraform.State) error {
 		endpoint := s.RootModule().Resources[mpAddr].Primary.Attributes["endpoint"]
-		if code, body, err := chat(endpoint, ""); err != nil || code != 200 || !strings.Contains(body, "chat.completion") {
+		if code, body, err := chat(endpoint, key); err != nil || code != 200 || !strings.Contains(body, "chat.completion") {
 			return fmt.Errorf("chat completion through %s: %d %s %w", endpoint, code, body, err)
+		}
+		if code, _, err := chat(endpoint, ""); err != nil || code != 401 {
+			return fmt.Errorf("a completion without the API key through %s: %d (want 401) %w", endpoint, code, err)
+		}
+		return nil
+	}
+}
+
+// keyNowhere: the API key is in no state attribute and in no process's
+// argv on either node.
+func keyNowhere(t *testing.T, l *lab.File, key string) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		for k, v := range s.RootModule().Resources[mpAddr].Primary.Attributes {
+			if strings.Contains(v, key) {
+				return fmt.Errorf("the API key is in state, at %s", k)
+			}
+		}
+		for _, n := range l.Nodes[:2] {
+			if out := acctest.OnNode(t, n, "read every argv", `cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' ' '`); strings.Contains(out, key) {
+				return fmt.Errorf("the API key is in a process's argv on %s", n.Name)
+			}
 		}
 		return nil
 	}

@@ -27,6 +27,11 @@ type mpModel struct {
 	MasterAddr      types.String            `tfsdk:"master_addr"`
 	MasterPort      types.Int64             `tfsdk:"master_port"`
 	Port            types.Int64             `tfsdk:"port"`
+	APIKeyWO        types.String            `tfsdk:"api_key_wo"`
+	APIKeyWOVersion types.Int64             `tfsdk:"api_key_wo_version"`
+	APIKeyFile      types.String            `tfsdk:"api_key_file"`
+	SecretEnvWO     types.Map               `tfsdk:"secret_env_wo"`
+	SecretEnvWOVer  types.Int64             `tfsdk:"secret_env_wo_version"`
 	Env             types.Map               `tfsdk:"env"`
 	ExtraArgs       types.List              `tfsdk:"extra_args"`
 	VLLMCommand     types.String            `tfsdk:"vllm_command"`
@@ -50,7 +55,8 @@ func (m *mpModel) spec(ctx context.Context) (mpdeploy.Spec, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	s := mpdeploy.Spec{Spec: mpplan.Spec{Model: m.Model.ValueString(), TP: int(m.TP.ValueInt64()), PP: int(m.PP.ValueInt64()),
 		MasterAddr: m.MasterAddr.ValueString(), MasterPort: int(m.MasterPort.ValueInt64()), Port: int(m.Port.ValueInt64())},
-		Endpoints: map[string]transport.Endpoint{}, VLLMCommand: m.VLLMCommand.ValueString(), Env: map[string]string{}}
+		Endpoints: map[string]transport.Endpoint{}, VLLMCommand: m.VLLMCommand.ValueString(), Env: map[string]string{},
+		APIKeyFile: m.APIKeyFile.ValueString(), SecretsVersion: [2]int64{m.APIKeyWOVersion.ValueInt64(), m.SecretEnvWOVer.ValueInt64()}}
 	if !m.ServedModelName.IsUnknown() {
 		s.ServedName = m.ServedModelName.ValueString()
 	}

@@ -6,6 +6,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
@@ -66,6 +68,20 @@ func (r *mpResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 				MarkdownDescription: "`--master-port`, on rank 0. Default: 29501, vLLM's." + restart},
 			"port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(8000),
 				Validators: []validator.Int64{int64validator.Between(1, 65535)}, MarkdownDescription: "The API port on rank 0. Default: 8000." + restart},
+			"api_key_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
+				Validators: []validator.String{stringvalidator.ConflictsWith(path.MatchRoot("api_key_file")), schemaparts.APIKey},
+				MarkdownDescription: "API key clients must send (`VLLM_API_KEY`, rank 0). Write-only (Terraform/OpenTofu 1.11+): never " +
+					"stored in state or plan, never in a process's argv; it reaches rank 0 in a 0600 environment file. Bump " +
+					"`api_key_wo_version` to rotate."},
+			"api_key_wo_version": schema.Int64Attribute{Optional: true, MarkdownDescription: "Change to restart with a new `api_key_wo`."},
+			"api_key_file": schema.StringAttribute{Optional: true, Validators: []validator.String{schemaparts.Path},
+				MarkdownDescription: "Alternative to `api_key_wo` for older CLIs: a file on rank 0's node holding the key, read there at launch." + restart},
+			"secret_env_wo": schema.MapAttribute{Optional: true, Sensitive: true, WriteOnly: true, ElementType: types.StringType,
+				Validators: []validator.Map{schemaparts.Env},
+				MarkdownDescription: "Secret environment for vLLM on every node (e.g. `HF_TOKEN`), added to `env`. Write-only (Terraform/" +
+					"OpenTofu 1.11+): written only to each rank's 0600 environment file, never to state, plan, argv or logs. Bump " +
+					"`secret_env_wo_version` to restart with new values."},
+			"secret_env_wo_version": schema.Int64Attribute{Optional: true, MarkdownDescription: "Change to restart with a new `secret_env_wo`."},
 			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType, Validators: []validator.Map{schemaparts.PlainEnv},
 				MarkdownDescription: "Environment for vLLM on every node. Each node's `VLLM_HOST_IP`, `GLOO_SOCKET_IFNAME` and " +
 					"`NCCL_SOCKET_IFNAME` come from its own `node_ip` and `interface`, over these." + restart},
