@@ -188,35 +188,14 @@ func (m *Manager) Launch(ctx context.Context, s Spec, sec Secrets) (map[string]s
 		m.stopAll(context.WithoutCancel(ctx), s, ids)
 		return nil, append(found, f)
 	}
-	// One launch at a time on each node for this deployment: another apply
-	// finds a lock held and is refused.
-	dirs := map[string]string{}
-	for _, n := range s.Nodes {
-		srv := s.rank(m.Pool, n)
-		dir, unlock, err := srv.LockLaunch(ctx)
-		if err != nil {
-			return fail(nodeFailed(n, "Cannot take the vLLM launch lock on "+n.Name, err))
-		}
-		defer unlock()
-		if id, _, _, err := srv.Unfinished(ctx); err == nil && id != "" {
-			// A killed apply's rank: ours (our private directory), stopped so
-			// the set starts whole.
-			_ = srv.Stop(ctx, id, stopGrace)
-		}
-		dirs[n.Name] = dir
+	dirs, unlock, f := m.lockAll(ctx, s)
+	defer unlock()
+	if f != nil {
+		return fail(*f)
 	}
 	for _, n := range s.Nodes {
-		srv := s.rank(m.Pool, n)
-		env, keyFile := s.env(n, sec.Env), ""
-		if n.Rank == 0 {
-			// The API key reaches rank 0 only, in its 0600 environment file
-			// (or read there from api_key_file), never its argv.
-			if apiKey != "" {
-				env["VLLM_API_KEY"] = apiKey
-			}
-			keyFile = s.APIKeyFile
-		}
-		id, err := srv.Launch(ctx, dirs[n.Name], env, keyFile, raycluster.Holder(), s.Argv(s.VLLMCommand, n))
+		env, keyFile := s.rankEnv(n, sec)
+		id, err := s.rank(m.Pool, n).Launch(ctx, dirs[n.Name], env, keyFile, raycluster.Holder(), s.Argv(s.VLLMCommand, n))
 		if err != nil {
 			return fail(nodeFailed(n, "Cannot launch vLLM rank "+fmt.Sprint(n.Rank)+" on "+n.Name, err))
 		}
@@ -240,6 +219,50 @@ func (m *Manager) Launch(ctx context.Context, s Spec, sec Secrets) (map[string]s
 	}
 	tflog.Info(ctx, "vLLM ready across nodes", map[string]any{"node": rank0.Node.Addr(), "nodes": len(s.Nodes)})
 	return ids, found
+}
+
+// lockAll takes each node's launch lock for this deployment (one launch at
+// a time: another apply finds a lock held and is refused) and stops the
+// ranks an interrupted apply left, so the set starts whole. It returns
+// each node's deployment directory, and unlock, which releases every lock
+// taken.
+func (m *Manager) lockAll(ctx context.Context, s Spec) (map[string]string, func(), *finding.Finding) {
+	dirs := map[string]string{}
+	var unlocks []func()
+	unlock := func() {
+		for _, u := range unlocks {
+			u()
+		}
+	}
+	for _, n := range s.Nodes {
+		srv := s.rank(m.Pool, n)
+		dir, u, err := srv.LockLaunch(ctx)
+		if err != nil {
+			f := nodeFailed(n, "Cannot take the vLLM launch lock on "+n.Name, err)
+			return nil, unlock, &f
+		}
+		unlocks = append(unlocks, u)
+		if id, _, _, err := srv.Unfinished(ctx); err == nil && id != "" {
+			// A killed apply's rank: ours (our private directory).
+			_ = srv.Stop(ctx, id, stopGrace)
+		}
+		dirs[n.Name] = dir
+	}
+	return dirs, unlock, nil
+}
+
+// rankEnv is node n's environment and API key file: the API key reaches
+// rank 0 only, in its 0600 environment file (or read there from
+// api_key_file), never an argv.
+func (s Spec) rankEnv(n mpplan.Node, sec Secrets) (env map[string]string, keyFile string) {
+	env = s.env(n, sec.Env)
+	if n.Rank != 0 {
+		return env, ""
+	}
+	if sec.APIKey != "" {
+		env["VLLM_API_KEY"] = sec.APIKey
+	}
+	return env, s.APIKeyFile
 }
 
 // awaitReady waits for rank 0's readiness, and gives up as soon as any

@@ -1,6 +1,7 @@
 # Two nodes (for example two DGX Sparks) on their fabric: Ray registers each node
 # by its fabric address, the worker joins the head there, and vLLM serves on the
-# head with the same address as VLLM_HOST_IP, the field report's fix.
+# head with the same address as VLLM_HOST_IP, the field report's fix. With
+# executor = "mp", vLLM's own multi-node mode instead, with no Ray.
 
 locals {
   head   = var.nodes[0]
@@ -13,6 +14,7 @@ locals {
 }
 
 resource "spark_ray_cluster" "this" {
+  count = var.executor == "ray" ? 1 : 0
   head = {
     ssh_host = local.head.ssh_host
     node_ip  = local.head.fabric_ip
@@ -32,9 +34,10 @@ resource "spark_ray_cluster" "this" {
 }
 
 resource "spark_vllm_deployment" "this" {
-  head                   = { ssh_host = spark_ray_cluster.this.head.ssh_host }
-  runtime                = spark_ray_cluster.this.runtime
-  ray_address            = spark_ray_cluster.this.head_address
+  count                  = var.executor == "ray" ? 1 : 0
+  head                   = { ssh_host = spark_ray_cluster.this[0].head.ssh_host }
+  runtime                = spark_ray_cluster.this[0].runtime
+  ray_address            = spark_ray_cluster.this[0].head_address
   model                  = var.model
   served_model_name      = var.served_model_name
   tensor_parallel_size   = var.tensor_parallel_size
@@ -54,8 +57,31 @@ resource "spark_vllm_deployment" "this" {
     # refuses it always, so vLLM's own traffic never leaves the fabric and a
     # later executor change cannot break a running pair.
     precondition {
-      condition     = local.vllm_host_ip == spark_ray_cluster.this.head.registered_ip
-      error_message = "vllm_host_ip = \"${local.vllm_host_ip}\" is not the address Ray registers for the head (${spark_ray_cluster.this.head.registered_ip}): vLLM would place its workers by a node Ray does not have (the field report). Leave vllm_host_ip null, or set it to the head's fabric_ip."
+      condition     = local.vllm_host_ip == spark_ray_cluster.this[0].head.registered_ip
+      error_message = "vllm_host_ip = \"${local.vllm_host_ip}\" is not the address Ray registers for the head (${spark_ray_cluster.this[0].head.registered_ip}): vLLM would place its workers by a node Ray does not have (the field report). Leave vllm_host_ip null, or set it to the head's fabric_ip."
     }
   }
+}
+
+# executor = "mp": vLLM's own multi-node mode, no Ray. Rank 0 (the first
+# node) serves; the second runs headless. Each node's fabric address is its
+# VLLM_HOST_IP and its own fabric port its GLOO/NCCL interface.
+resource "spark_vllm_mp_deployment" "this" {
+  count = var.executor == "mp" ? 1 : 0
+  nodes = { for i, n in var.nodes : n.name => {
+    ssh_host  = n.ssh_host
+    rank      = i
+    node_ip   = n.fabric_ip
+    interface = n.fabric_interface != null ? n.fabric_interface : var.fabric_interface
+  } }
+  model                  = var.model
+  served_model_name      = var.served_model_name
+  tensor_parallel_size   = var.tensor_parallel_size
+  pipeline_parallel_size = var.pipeline_parallel_size
+  vllm_command           = var.vllm_command
+  port                   = var.port
+  api_key_file           = var.api_key_file
+  env                    = var.env
+  extra_args             = var.extra_args
+  timeouts               = { create = var.vllm_timeout, update = var.vllm_timeout }
 }

@@ -9,6 +9,9 @@ variable "nodes" {
     ssh_host  = string
     fabric_ip = string
     num_gpus  = optional(number, 1)
+    # This node's fabric port, where the two are cabled on different ports
+    # (executor = "mp"); null: fabric_interface.
+    fabric_interface = optional(string)
   }))
   validation {
     condition     = length(var.nodes) == 2
@@ -20,6 +23,20 @@ variable "nodes" {
   }
 }
 
+variable "executor" {
+  description = <<-EOT
+    How vLLM spans the pair: "ray" (a Ray cluster on both nodes, vLLM on the
+    head) or "mp" (vLLM's own multi-node mode, no Ray: rank 0 on the first
+    node serves, the second runs headless; for images that ship without Ray).
+  EOT
+  type        = string
+  default     = "ray"
+  validation {
+    condition     = contains(["ray", "mp"], var.executor)
+    error_message = "executor: \"ray\" or \"mp\", got \"${var.executor}\"."
+  }
+}
+
 variable "fabric_interface" {
   description = "The fabric interface on every node (for example `enp1s0f1np1`): NCCL and Gloo are told to use it. Null leaves them to their own choice."
   type        = string
@@ -27,13 +44,13 @@ variable "fabric_interface" {
 }
 
 variable "ray_command" {
-  description = "Path of `ray` on every node."
+  description = "Path of `ray` on every node (executor = \"ray\")."
   type        = string
   default     = "ray"
 }
 
 variable "vllm_command" {
-  description = "Path of `vllm` on the head."
+  description = "Path of `vllm` on the head (on every node with executor = \"mp\")."
   type        = string
   default     = "vllm"
 }
