@@ -180,7 +180,8 @@ resource "spark_vllm_mp_deployment" "tiny" {{
   }}
   model                = "{model}"
   served_model_name    = "tiny"
-  tensor_parallel_size = 2
+  tensor_parallel_size = {row.get("tp", 2)}
+  data_parallel_size   = {row.get("dp", 1)}
   port                 = {PORT}
   {master}
   vllm_command         = "{vllm_cmd}"
@@ -201,10 +202,12 @@ def serve_mp_by_hand(lab, row):
         for rank, n in enumerate((lab.head, lab.worker)):
             env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "VLLM_HOST_IP": n["fabric_ip"],
                    "GLOO_SOCKET_IFNAME": ifaces[n["name"]], "NCCL_SOCKET_IFNAME": ifaces[n["name"]]}
-            argv = [vllm_cmd, "serve", model, "--served-model-name", "tiny", "--tensor-parallel-size", "2",
+            argv = [vllm_cmd, "serve", model, "--served-model-name", "tiny", "--tensor-parallel-size", str(row.get("tp", 2)),
                     "--distributed-executor-backend", "mp", "--nnodes", "2", "--node-rank", str(rank),
                     "--master-addr", master, "--master-port", "29501",
                     "--dtype", "float32", "--max-model-len", "256", "--enforce-eager"]
+            if row.get("dp", 1) > 1:
+                argv += ["--data-parallel-size", str(row["dp"]), "--data-parallel-backend", "mp"]
             argv += ["--port", str(PORT)] if rank == 0 else ["--headless"]
             exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
             logs[rank] = f"/tmp/reality-{row['name']}-r{rank}.log"
@@ -342,6 +345,8 @@ ROWS = [
     # on the head, rank 1 --headless on the worker, TP=2 across them.
     {"name": "mp-clean", "mode": "mp", "what": "no Ray: TP=2 over the fabric, master_addr = rank 0's fabric address, each node's own interface",
      "bound": 180},
+    {"name": "mp-dp2", "mode": "mp", "what": "no Ray: data parallel 2 (TP=1), one engine on each node, one API on rank 0",
+     "tp": 1, "dp": 2, "bound": 180},
     {"name": "mp-master-on-worker", "mode": "mp", "what": "no Ray: master_addr = the worker's fabric address, not rank 0's (the field report's mistake in this mode)",
      "master": lambda l: l.worker["fabric_ip"], "bound": 90},
     {"name": "mp-port-held", "mode": "mp", "what": "no Ray: master_port 29501 held on rank 0's node by another user (ops2)",

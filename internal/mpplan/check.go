@@ -53,8 +53,8 @@ func (s Spec) ShmNeed(n Node) int64 {
 	} else {
 		need += local * 24 * mib
 	}
-	if s.TP > int(local) {
-		need += 24 * mib
+	if s.TP*s.PP > int(local) {
+		need += 24 * mib // a TP/PP group spans nodes
 	}
 	return need
 }
@@ -75,13 +75,20 @@ type Seen struct {
 }
 
 // Ports are the ports vLLM binds on node n at fixed numbers: rank 0's API
-// port and the master port, where torch's TCPStore listens (every rank
-// dials it: vllm/distributed/parallel_state.py init_distributed_environment,
-// `tcp://<master_addr>:<master_port>`). The other sockets of this mode (the
-// message queues, gloo's and NCCL's) take a free port when they bind.
+// port and, without data parallel, the master port, where torch's TCPStore
+// listens (every rank dials it: vllm/distributed/parallel_state.py
+// L1852-1855, `tcp://<master_addr>:<master_port>`, v0.32.0). The other
+// sockets of this mode (the message queues, gloo's and NCCL's, and with
+// data parallel its coordinator's and stores, on the data parallel
+// address, master_addr by default) take a free port when they bind; with
+// data parallel, which store takes the master port was not measured here,
+// so it is not checked (a check must never refuse what serves).
 func (s Spec) Ports(n Node) []int {
-	if n.Rank != 0 {
+	switch {
+	case n.Rank != 0:
 		return nil
+	case s.dp() > 1:
+		return []int{s.Port}
 	}
 	return []int{s.Port, s.MasterPort}
 }
@@ -139,9 +146,9 @@ func CheckShape(s Spec) []finding.Finding {
 	}
 	if w := s.WorldSize(); len(s.Nodes) > 0 && w > 0 && w%len(s.Nodes) != 0 {
 		out = append(out, finding.Finding{Rule: D25, Path: finding.Attr("tensor_parallel_size"), Summary: "The nodes do not divide the world size",
-			Detail: fmt.Sprintf("tensor_parallel_size %d x pipeline_parallel_size %d = %d ranks cannot be spread evenly over %d nodes: "+
-				"vLLM runs the same number of ranks on every node. Use a multiple of %d ranks, or %s nodes.",
-				s.TP, s.PP, w, len(s.Nodes), len(s.Nodes), divisorsOf(w))})
+			Detail: fmt.Sprintf("tensor_parallel_size %d x pipeline_parallel_size %d x data_parallel_size %d = %d ranks cannot be spread "+
+				"evenly over %d nodes: vLLM runs the same number of ranks on every node. Use a multiple of %d ranks, or %s nodes.",
+				s.TP, s.PP, s.dp(), w, len(s.Nodes), len(s.Nodes), divisorsOf(w))})
 	}
 	return out
 }

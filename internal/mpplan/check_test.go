@@ -113,6 +113,11 @@ func TestCheck(t *testing.T) {
 		{name: "ranks repeated", spec: func(s *Spec) { s.Nodes[1].Rank = 0 }, want: []string{"D25  nodes"}, detail: "Nodes spark1, spark2 all have rank 0"},
 		{name: "world size not divisible", spec: func(s *Spec) { s.TP = 3 }, want: []string{"D25  tensor_parallel_size"},
 			detail: "Use a multiple of 2 ranks, or 1 or 3 nodes"},
+		{name: "data parallel 2 over two nodes, TP 1 (measured: it serves)", spec: func(s *Spec) { s.TP, s.DP = 1, 2 }, want: nil},
+		{name: "data parallel counts in the world size", spec: func(s *Spec) { s.TP, s.DP = 1, 3 }, want: []string{"D25  tensor_parallel_size"},
+			detail: "1 x pipeline_parallel_size 1 x data_parallel_size 3 = 3 ranks"},
+		{name: "with data parallel the master port is not checked", spec: func(s *Spec) { s.TP, s.DP = 1, 2 },
+			seen: func(m map[string]Seen) { edit(m, "spark1", func(s *Seen) { s.Listening = map[int]string{29501: "x"} }) }, want: nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, seen := pair(), seenPair()
@@ -149,6 +154,11 @@ func TestArgvAndEnv(t *testing.T) {
 		"--nnodes 2 --node-rank 1 --master-addr 192.168.229.11 --master-port 29501 --headless --max-model-len 256"
 	if got1 != want1 {
 		t.Errorf("rank 1 argv\n got %s\nwant %s", got1, want1)
+	}
+	s.DP, s.TP = 2, 1
+	if got := strings.Join(s.Argv("vllm", s.Nodes[1]), " "); !strings.Contains(got, "--tensor-parallel-size 1 --pipeline-parallel-size 1 "+
+		"--distributed-executor-backend mp --data-parallel-size 2 --data-parallel-backend mp --nnodes 2") {
+		t.Errorf("data parallel argv %s", got)
 	}
 	s.Nodes[1].Interface = "enp1s0f1np1"
 	env := s.Env(s.Nodes[1])

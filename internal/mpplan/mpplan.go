@@ -34,6 +34,10 @@ type Spec struct {
 	Model      string
 	ServedName string // "": the model
 	TP, PP     int
+	// DP is the data parallel size: DP engines, each of TP x PP ranks,
+	// spread over the nodes with the rest (--data-parallel-backend mp); 1
+	// or 0: none.
+	DP int
 	// MasterAddr is --master-addr; "": rank 0's NodeIP.
 	MasterAddr string
 	MasterPort int
@@ -68,8 +72,12 @@ func (s Spec) Master() string {
 }
 
 // WorldSize is the number of ranks (GPUs, or CPU workers) across all
-// nodes: tensor times pipeline parallel.
-func (s Spec) WorldSize() int { return s.TP * s.PP }
+// nodes: tensor times pipeline times data parallel, which --nnodes must
+// divide (vllm/engine/arg_utils.py L2365, v0.32.0: "`--nnodes N` must
+// evenly divide the total world size").
+func (s Spec) WorldSize() int { return s.TP * s.PP * s.dp() }
+
+func (s Spec) dp() int { return max(s.DP, 1) }
 
 // Argv is the `vllm serve` command line of node n. Rank 0 serves the API;
 // every other rank runs `--headless` (no API server, only its workers).
@@ -81,11 +89,17 @@ func (s Spec) Argv(vllmCommand string, n Node) []string {
 		"--tensor-parallel-size", strconv.Itoa(s.TP),
 		"--pipeline-parallel-size", strconv.Itoa(s.PP),
 		"--distributed-executor-backend", "mp",
+	}
+	if s.dp() > 1 {
+		// More than one node needs the mp DP backend (arg_utils.py L2349).
+		argv = append(argv, "--data-parallel-size", strconv.Itoa(s.DP), "--data-parallel-backend", "mp")
+	}
+	argv = append(argv,
 		"--nnodes", strconv.Itoa(len(s.Nodes)),
 		"--node-rank", strconv.Itoa(n.Rank),
 		"--master-addr", s.Master(),
 		"--master-port", strconv.Itoa(s.MasterPort),
-	}
+	)
 	if n.Rank == 0 {
 		argv = append(argv, "--port", strconv.Itoa(s.Port))
 		if s.Host != "" {

@@ -25,7 +25,7 @@ const mpAddr = "spark_vllm_mp_deployment.pair"
 type mpDeploy struct {
 	masterAddr string            // "" leaves it null (rank 0's node_ip)
 	iface      map[string]string // a node's interface; absent: the lab's fabric port, eth1
-	tp         int
+	tp, dp     int
 	hostKeys   bool   // pin each node's host key
 	keyLine    string // the API key's attribute lines (keySetup)
 }
@@ -33,6 +33,9 @@ type mpDeploy struct {
 func (d mpDeploy) config(l *lab.File) string {
 	if d.tp == 0 {
 		d.tp = 2
+	}
+	if d.dp == 0 {
+		d.dp = 1
 	}
 	master := ""
 	if d.masterAddr != "" {
@@ -58,6 +61,7 @@ resource "spark_vllm_mp_deployment" "pair" {
   model                = %q
   served_model_name    = "tiny"
   tensor_parallel_size = %d
+  data_parallel_size   = %d
   %s
   %s
   vllm_command         = %q
@@ -65,7 +69,7 @@ resource "spark_vllm_mp_deployment" "pair" {
   extra_args           = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager"]
   timeouts             = { create = "6m", update = "6m" }
 }
-`, strings.Join(nodes, "\n    "), l.Nodes[0].ModelPath, d.tp, master, d.keyLine, l.Nodes[0].VLLMCommand)
+`, strings.Join(nodes, "\n    "), l.Nodes[0].ModelPath, d.tp, d.dp, master, d.keyLine, l.Nodes[0].VLLMCommand)
 }
 
 // One model served across the lab's two nodes by vLLM's own multi-node mode,
@@ -149,6 +153,16 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				plancheck.ExpectResourceAction(mpAddr, plancheck.ResourceActionUpdate),
 				plancheck.ExpectKnownValue(mpAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
+			}},
+			Check: resource.ComposeTestCheckFunc(servesChat(canary), ranksRunAsDeclared(t, l)),
+		},
+		resource.TestStep{
+			// Data parallel instead of tensor parallel: one engine on each node,
+			// one API on rank 0; the set restarts.
+			Config: vars + mpDeploy{tp: 1, dp: 2, keyLine: key}.config(l),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(mpAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectUnknownValue(mpAddr, identity),
 			}},
 			Check: resource.ComposeTestCheckFunc(servesChat(canary), ranksRunAsDeclared(t, l)),
 		},

@@ -24,6 +24,7 @@ type mpModel struct {
 	ServedModelName types.String            `tfsdk:"served_model_name"`
 	TP              types.Int64             `tfsdk:"tensor_parallel_size"`
 	PP              types.Int64             `tfsdk:"pipeline_parallel_size"`
+	DP              types.Int64             `tfsdk:"data_parallel_size"`
 	MasterAddr      types.String            `tfsdk:"master_addr"`
 	MasterPort      types.Int64             `tfsdk:"master_port"`
 	Port            types.Int64             `tfsdk:"port"`
@@ -53,7 +54,7 @@ type mpNodeModel struct {
 // read as empty: the checks that need them run again at apply.
 func (m *mpModel) spec(ctx context.Context) (mpdeploy.Spec, diag.Diagnostics) {
 	var diags diag.Diagnostics
-	s := mpdeploy.Spec{Spec: mpplan.Spec{Model: m.Model.ValueString(), TP: int(m.TP.ValueInt64()), PP: int(m.PP.ValueInt64()),
+	s := mpdeploy.Spec{Spec: mpplan.Spec{Model: m.Model.ValueString(), TP: int(m.TP.ValueInt64()), PP: int(m.PP.ValueInt64()), DP: int(m.DP.ValueInt64()),
 		MasterAddr: m.MasterAddr.ValueString(), MasterPort: int(m.MasterPort.ValueInt64()), Port: int(m.Port.ValueInt64())},
 		Endpoints: map[string]transport.Endpoint{}, VLLMCommand: m.VLLMCommand.ValueString(), Env: map[string]string{},
 		APIKeyFile: m.APIKeyFile.ValueString(), SecretsVersion: [2]int64{m.APIKeyWOVersion.ValueInt64(), m.SecretEnvWOVer.ValueInt64()}}

@@ -58,9 +58,14 @@ func (r *mpResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 			"served_model_name": schema.StringAttribute{Optional: true, Computed: true,
 				MarkdownDescription: "`--served-model-name`; the model's when null." + restart},
 			"tensor_parallel_size": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1),
-				Validators: []validator.Int64{int64validator.AtLeast(1)}, MarkdownDescription: "`--tensor-parallel-size`, across all nodes." + restart},
+				Validators: []validator.Int64{int64validator.AtLeast(1)}, MarkdownDescription: "`--tensor-parallel-size`, across all nodes. Default: 1." + restart},
 			"pipeline_parallel_size": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1),
-				Validators: []validator.Int64{int64validator.AtLeast(1)}, MarkdownDescription: "`--pipeline-parallel-size`." + restart},
+				Validators: []validator.Int64{int64validator.AtLeast(1)}, MarkdownDescription: "`--pipeline-parallel-size`. Default: 1." + restart},
+			"data_parallel_size": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1),
+				Validators: []validator.Int64{int64validator.AtLeast(1)},
+				MarkdownDescription: "`--data-parallel-size` (with `--data-parallel-backend mp`): engines of tensor x pipeline ranks each, " +
+					"spread over the nodes with them; rank 0 serves them all behind one API. The nodes must divide tensor x pipeline x " +
+					"data parallel size." + restart},
 			"master_addr": schema.StringAttribute{Optional: true, Computed: true, Validators: []validator.String{nodeIPValidator},
 				MarkdownDescription: "`--master-addr`: where rank 0 serves torch's store, which every rank dials. Null: rank 0's `node_ip`." + restart},
 			"master_port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(mpplan.DefaultMasterPort),
