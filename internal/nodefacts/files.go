@@ -25,7 +25,8 @@ package nodefacts
 // interpreter initialises (no site, no imports: a millisecond), not from
 // pyvenv.cfg, which keeps the version the environment was made with.
 // The executor default is the same text search Script's Python makes in
-// vllm/envs.py: the first "VLLM_USE_RAY_V2_EXECUTOR_BACKEND": and, in the
+// vllm/envs.py (vllm/foundation/system/envs.py where vLLM's main branch
+// moved it after 0.34.0; no release has that layout yet): the first "VLLM_USE_RAY_V2_EXECUTOR_BACKEND": and, in the
 // 400 characters from it, getenv("VLLM_USE_RAY_V2_EXECUTOR_BACKEND",
 // "0"|"1") (vllm/envs.py, vLLM 0.32.0; releases without the variable
 // have RayExecutorV2 only, or the legacy executor only:
@@ -58,9 +59,11 @@ python:*) ;;
   }
   if [ -n "$ok" ]; then f_ray=$(one_version ray); [ -n "$f_ray" ] || ok=; fi
   if [ -n "$ok" ]; then
-    if [ -f "$sp/vllm/envs.py" ] && f_vllm=$(one_version vllm) && [ -n "$f_vllm" ]; then
-      if grep -q '"VLLM_USE_RAY_V2_EXECUTOR_BACKEND":' "$sp/vllm/envs.py"; then
-        f_exec=$(tr '\n\t\r' '   ' < "$sp/vllm/envs.py" | grep -o '"VLLM_USE_RAY_V2_EXECUTOR_BACKEND":.*' | cut -c1-400 |
+    envs=$sp/vllm/envs.py
+    [ -f "$envs" ] || envs=$sp/vllm/foundation/system/envs.py
+    if [ -f "$envs" ] && f_vllm=$(one_version vllm) && [ -n "$f_vllm" ]; then
+      if grep -q '"VLLM_USE_RAY_V2_EXECUTOR_BACKEND":' "$envs"; then
+        f_exec=$(tr '\n\t\r' '   ' < "$envs" | grep -o '"VLLM_USE_RAY_V2_EXECUTOR_BACKEND":.*' | cut -c1-400 |
           grep -o 'getenv( *"VLLM_USE_RAY_V2_EXECUTOR_BACKEND" *, *"[01]" *)' | head -n 1 | sed 's/.*"\([01]\)".*/flag=\1/')
       elif [ -e "$sp/vllm/v1/executor/ray_executor_v2.py" ]; then f_exec=v2-only
       else f_exec=legacy-only

@@ -127,6 +127,7 @@ func TestFilesSayWhatPythonSays(t *testing.T) {
 		vllm   string
 		exec   string
 		noVLLM bool
+		moved  bool // the environment file is vllm/foundation/system/envs.py
 	}{
 		{name: "vLLM 0.32.0, the V2 executor by default", site: vllm032, sure: true, vllm: "0.32.0+cpu", exec: "flag=1"},
 		{name: "the legacy executor by default", site: merge(vllm032, layout{"vllm/envs.py": envsPy("0")}), sure: true, exec: "flag=0"},
@@ -135,6 +136,12 @@ func TestFilesSayWhatPythonSays(t *testing.T) {
 			layout{"vllm/__init__.py": "", "vllm/envs.py": "import os\n"}), sure: true, vllm: "0.11.0+cpu", exec: "legacy-only"},
 		{name: "the default past 400 characters: unknown", site: merge(vllm032, layout{"vllm/envs.py": "\"VLLM_USE_RAY_V2_EXECUTOR_BACKEND\": lambda: (\n" +
 			strings.Repeat(" ", 400) + "os.getenv(\"VLLM_USE_RAY_V2_EXECUTOR_BACKEND\", \"1\"))\n"}), sure: true, exec: ""},
+		{name: "the environment file moved (vLLM's main after 0.34.0), RayExecutorV2 only", site: merge(dist("ray", "2.52.1"), dist("vllm", "0.35.0.dev1"),
+			layout{"vllm/__init__.py": "", "vllm/foundation/system/envs.py": "import os\n", "vllm/v1/executor/ray_executor_v2.py": ""}),
+			sure: true, vllm: "0.35.0.dev1", exec: "v2-only", moved: true},
+		{name: "the environment file moved, the variable in it", site: merge(dist("ray", "2.52.1"), dist("vllm", "0.35.0.dev1"),
+			layout{"vllm/__init__.py": "", "vllm/foundation/system/envs.py": envsPy("1"), "vllm/v1/executor/ray_executor_v2.py": ""}),
+			sure: true, exec: "flag=1", moved: true},
 		{name: "no vLLM", site: dist("ray", "2.52.1"), sure: true, noVLLM: true},
 		{name: "the TCP probe, open", site: vllm032, tcp: ln.Addr().String(), sure: true, exec: "flag=1"},
 		{name: "the TCP probe, refused", site: vllm032, tcp: goneAddr, sure: true, exec: "flag=1"},
@@ -171,7 +178,7 @@ func TestFilesSayWhatPythonSays(t *testing.T) {
 			if c.vllm != "" && want[2] != c.vllm {
 				t.Errorf("vLLM %q, want %q", want[2], c.vllm)
 			}
-			if c.site["vllm/envs.py"] != "" && c.sure && want[3] != c.exec {
+			if (c.site["vllm/envs.py"] != "" || c.moved) && c.sure && want[3] != c.exec {
 				t.Errorf("executor %q, want %q", want[3], c.exec)
 			}
 			if c.noVLLM && (want[2] != "" || want[3] != "") {

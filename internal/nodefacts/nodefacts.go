@@ -63,7 +63,9 @@ for var, dist in (("rayver", "ray"), ("vllmver", "vllm")):
 try:
     import importlib.util, os, re
     d = os.path.dirname(importlib.util.find_spec("vllm").origin)
-    src = open(os.path.join(d, "envs.py")).read()
+    # vllm/envs.py; vllm/foundation/system/envs.py on the main branch after 0.34.0.
+    envs = [p for p in (os.path.join(d, "envs.py"), os.path.join(d, "foundation", "system", "envs.py")) if os.path.exists(p)]
+    src = open(envs[0]).read() if envs else ""
     at = src.find("\"VLLM_USE_RAY_V2_EXECUTOR_BACKEND\":")
     if at >= 0:
         m = re.search(r"getenv\(\s*\"VLLM_USE_RAY_V2_EXECUTOR_BACKEND\"\s*,\s*\"([01])\"\s*\)", src[at:at + 400])
