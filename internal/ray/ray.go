@@ -12,9 +12,20 @@ import (
 )
 
 // AuthEnv is the shell line that turns Ray's token authentication on for a
-// client when the node holds a token at Ray's default path: readers of the
-// node table and vLLM's driver then pass the cluster's check.
-const AuthEnv = `[ -s "$HOME/.ray/auth_token" ] && export RAY_AUTH_MODE=token`
+// client when a token is there where Ray looks for one (TokenRead's order):
+// readers of the node table and vLLM's driver then pass the cluster's
+// check. (No single quote in it: vLLM's launch script quotes it so.)
+const AuthEnv = `if [ -n "${RAY_AUTH_TOKEN:-}" ] || [ -s "${RAY_AUTH_TOKEN_PATH:-$HOME/.ray/auth_token}" ]; then export RAY_AUTH_MODE=token; fi`
+
+// TokenRead prints Ray's auth token as Ray itself finds it: the
+// RAY_AUTH_TOKEN variable, else the file RAY_AUTH_TOKEN_PATH names (set
+// but unreadable or empty is no token: Ray refuses it, "RAY_AUTH_TOKEN_PATH
+// is set but file cannot be opened or is empty"), else ~/.ray/auth_token
+// (the token loader in Ray 2.52.1's _raylet.so, whose messages name the
+// three in this order; Ray's docs say the same of 2.59-2.60). Nothing when
+// there is none. The variables are those the command inherits where Ray
+// runs: the SSH user's session, or the runtime's container.
+const TokenRead = `if [ -n "${RAY_AUTH_TOKEN:-}" ]; then printf "%s\n" "$RAY_AUTH_TOKEN"; else cat -- "${RAY_AUTH_TOKEN_PATH:-$HOME/.ray/auth_token}" 2>/dev/null; fi; true`
 
 // PythonOfRay is the shell lines that set $py to the interpreter on the #!
 // line of the ray command in $ray (the Python Ray is installed in), else

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/finding"
+	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
@@ -64,9 +65,10 @@ func (m *Manager) putToken(ctx context.Context, s Spec, n NodeSpec, token string
 	return m.runStdin(ctx, n.Endpoint, "write Ray auth token on "+n.Name, s.Runtime.Wrap(transport.Script(tokenScript, "replace"), true), []byte(token))
 }
 
-// tokenReadScript prints Ray's auth token where Ray runs, or nothing when
-// the node holds none (the cluster then runs without token authentication).
-const tokenReadScript = `cat "$HOME/.ray/auth_token" 2>/dev/null || true`
+// tokenReadScript prints Ray's auth token where Ray runs, as Ray finds it
+// (ray.TokenRead), or nothing when the node holds none (the cluster then
+// runs without token authentication).
+const tokenReadScript = ray.TokenRead
 
 // ReadToken reads the cluster's token from the head ("" when it has none).
 // It stays in memory, on its way to a worker.
@@ -86,7 +88,7 @@ func (m *Manager) clusterToken(ctx context.Context, s Spec) (string, error) {
 	}
 	t, err := m.ReadToken(ctx, s)
 	if err == nil && t == "" {
-		err = errors.New("the head has no token at ~/.ray/auth_token")
+		err = errors.New("the head has no Ray auth token (RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names, or ~/.ray/auth_token)")
 	}
 	return t, err
 }

@@ -71,7 +71,7 @@ var routes = []route{
 	{"ray start", func(c call) bool { return c.setsid && c.has(". /dev/stdin") && arg(c.args, 2) == "start" }, runStart},
 	{"stop Ray", func(c call) bool { return c.script == ray.StopScript }, runStop},
 	{"write Ray auth token", func(c call) bool { return c.has(".ray/auth_token") && c.has(`"$1" = keep`) }, runTokenWrite},
-	{"read Ray auth token", func(c call) bool { return c.has(`cat "$HOME/.ray/auth_token"`) }, runTokenRead},
+	{"read Ray auth token", func(c call) bool { return c.script == ray.TokenRead }, runTokenRead},
 	{"remove Ray auth token", func(c call) bool { return c.script == raycluster.RemoveTokenScript }, runTokenRemove},
 	{"read hostname", func(c call) bool { return slices.Equal(c.argv, []string{"cat", "/proc/sys/kernel/hostname"}) }, runHostname},
 	{"name placement groups' drivers", func(c call) bool { return c.script == raygcs.ParentsScript }, runParents},
