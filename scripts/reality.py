@@ -87,16 +87,8 @@ def fabric_ifname(lab, node):
     return lab.root(node, f"ip -o -4 addr show | awk -v ip={node['fabric_ip']}/ 'index($4, ip) == 1 {{ print $2 }}'").stdout.strip()
 
 
-def config(lab, row):
-    """The cluster and the deployment of a row, as an operator writes them."""
-    h, w = lab.head, lab.worker
-    ray_cmd, vllm_cmd, model, _ = commands(lab, row)
-    f = lab.f
-    node_ip = lambda n: f'\n    node_ip  = "{n["fabric_ip"]}"' if row.get("fabric") else ""
-    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", **row_env(lab, row)}
-    ray_address = f'"{h["external_ip"]}:{row["ray_port"]}"' if row.get("ray_port") else "spark_ray_cluster.lab.head_address"
-    extra = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager", *row.get("args", [])]
-    host_ip = f'"{row["host_ip"](lab)}"' if row.get("host_ip") else "null"
+def provider_block(f):
+    """The provider as the lab's SSH user reaches the nodes."""
     return f'''
 terraform {{
   required_providers {{
@@ -110,6 +102,20 @@ provider "spark" {{
     known_hosts_file = "{f['known_hosts_file']}"
   }}
 }}
+'''
+
+
+def config(lab, row):
+    """The cluster and the deployment of a row, as an operator writes them."""
+    h, w = lab.head, lab.worker
+    ray_cmd, vllm_cmd, model, _ = commands(lab, row)
+    f = lab.f
+    node_ip = lambda n: f'\n    node_ip  = "{n["fabric_ip"]}"' if row.get("fabric") else ""
+    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", **row_env(lab, row)}
+    ray_address = f'"{h["external_ip"]}:{row["ray_port"]}"' if row.get("ray_port") else "spark_ray_cluster.lab.head_address"
+    extra = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager", *row.get("args", [])]
+    host_ip = f'"{row["host_ip"](lab)}"' if row.get("host_ip") else "null"
+    return provider_block(f) + f'''
 resource "spark_ray_cluster" "lab" {{
   head = {{
     ssh_host = "{h['ssh_host']}"
@@ -161,19 +167,7 @@ def config_mp(lab, row):
     master = f'master_addr = "{row["master"](lab)}"' if row.get("master") else ""
     nodes = "\n    ".join(f'{n["name"]} = {{ ssh_host = "{n["ssh_host"]}", rank = {i}, node_ip = "{n["fabric_ip"]}", interface = "{ifaces[n["name"]]}" }}'
                           for i, n in enumerate((h, w)))
-    return f'''
-terraform {{
-  required_providers {{
-    spark = {{ source = "lab-infra/spark" }}
-  }}
-}}
-provider "spark" {{
-  ssh = {{
-    user             = "{f['ssh_user']}"
-    private_key_file = "{f['private_key_file']}"
-    known_hosts_file = "{f['known_hosts_file']}"
-  }}
-}}
+    return provider_block(f) + f'''
 resource "spark_vllm_mp_deployment" "tiny" {{
   nodes = {{
     {nodes}

@@ -2,11 +2,13 @@ package mpdeploy
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/mpplan"
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
+	"github.com/lab-infra/terraform-provider-spark/internal/vllm"
 )
 
 // FactsScript reads one node for the plan in one round trip: what
@@ -15,9 +17,10 @@ import (
 // /dev/shm, and whether the model, when it is a path, is a directory here.
 // $1 the vllm command, $2 the master address, $3 the model, $4 the ports
 // (comma-separated; may be empty), $5 the other nodes' addresses whose
-// routes to read (space-separated). vLLM's version is read by the Python
+// routes to read (space-separated), $6 the deployment's directory key,
+// whose unfinished launch (vllm.UnfinishedScript) it reads too. vLLM's version is read by the Python
 // on the vllm command's #! line, without importing vLLM.
-const FactsScript = `vllm=${1:-vllm} master=$2 model=$3 ports=$4 peers=$5
+const FactsScript = `vllm=${1:-vllm} master=$2 model=$3 ports=$4 peers=$5 key=$6
 path=$(command -v "$vllm" 2>/dev/null) || path=
 py=
 if [ -n "$path" ]; then py=$(sed -n '1s/^#![[:space:]]*//p' "$path" 2>/dev/null | cut -d' ' -f1); fi
@@ -36,6 +39,11 @@ echo @@model
 case $model in
 /*|./*|../*) if [ -d "$model" ]; then echo dir; elif [ -e "$model" ]; then echo "not a directory"; else echo "no such directory"; fi ;;
 esac
+echo @@unfinished
+unfinished() (
+` + vllm.UnfinishedScript + `
+)
+unfinished "$key" ""
 echo @@done
 `
 
@@ -47,50 +55,42 @@ func portsArg(ports []int) string {
 	return strings.Join(s, ",")
 }
 
+// leftover is a rank an apply started and never saw ready on a node
+// (vllm.UnfinishedScript): identity "" when there is none.
+type leftover struct {
+	identity, holder string
+	launching        bool // its apply still runs and holds the launch lock
+}
+
 // ParseFacts reads FactsScript's output; ports are those whose listeners
 // it keeps.
-func ParseFacts(out string, ports []int) (mpplan.Seen, error) {
+func ParseFacts(out string, ports []int) (mpplan.Seen, leftover, error) {
 	base, extra, ok := strings.Cut(out, "@@routes\n")
 	routes, extra, ok2 := strings.Cut(extra, "@@listening\n")
 	if !ok || !ok2 {
-		return mpplan.Seen{}, fmt.Errorf("unexpected output while reading the node: %q", out)
+		return mpplan.Seen{}, leftover{}, fmt.Errorf("unexpected output while reading the node: %q", out)
 	}
 	facts, err := nodefacts.Parse(base)
 	if err != nil {
-		return mpplan.Seen{}, err
+		return mpplan.Seen{}, leftover{}, err
 	}
 	listening, rest, _ := strings.Cut(extra, "@@shm\n")
 	shm, rest, _ := strings.Cut(rest, "@@model\n")
-	model, _, ok := strings.Cut(rest, "@@done")
+	model, rest, _ := strings.Cut(rest, "@@unfinished\n")
+	unfinished, _, ok := strings.Cut(rest, "@@done")
 	if !ok {
-		return mpplan.Seen{}, fmt.Errorf("the node's facts end early: %q", extra)
+		return mpplan.Seen{}, leftover{}, fmt.Errorf("the node's facts end early: %q", extra)
 	}
-	seen := mpplan.Seen{Facts: facts, Listening: map[int]string{}, Routes: parseRoutes(routes)}
-	for _, line := range strings.Split(listening, "\n") {
-		f := strings.Fields(line)
-		if len(f) < 4 {
-			continue
-		}
-		local := f[3]
-		p, err := strconv.Atoi(local[strings.LastIndexByte(local, ':')+1:])
-		if err != nil {
-			continue
-		}
-		for _, want := range ports {
-			if p == want {
-				who := "listening on " + local
-				if len(f) > 5 {
-					who += " (" + f[5] + ")"
-				}
-				seen.Listening[p] = who
-			}
-		}
+	var left leftover
+	if strings.TrimSpace(unfinished) != "" {
+		left.identity, left.holder, left.launching = vllm.ParseUnfinished(unfinished)
 	}
+	seen := mpplan.Seen{Facts: facts, Listening: parseListening(listening, ports), Routes: parseRoutes(routes)}
 	seen.ShmFree, _ = strconv.ParseInt(strings.TrimSpace(shm), 10, 64)
 	if m := strings.TrimSpace(model); m != "" && m != "dir" {
 		seen.ModelMissing = m
 	}
-	return seen, nil
+	return seen, left, nil
 }
 
 // parseRoutes reads "<address> <ip -o route get's line>" lines: a route
@@ -123,4 +123,27 @@ func parseRoutes(out string) map[string]*nodefacts.Route {
 		routes[f[0]] = r
 	}
 	return routes
+}
+
+// parseListening reads `ss -Hltnp` lines: for each of ports that something
+// listens on, where and (for the SSH user's own processes) what.
+func parseListening(out string, ports []int) map[int]string {
+	held := map[int]string{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 {
+			continue
+		}
+		local := f[3]
+		p, err := strconv.Atoi(local[strings.LastIndexByte(local, ':')+1:])
+		if err != nil || !slices.Contains(ports, p) {
+			continue
+		}
+		who := "listening on " + local
+		if len(f) > 5 {
+			who += " (" + f[5] + ")"
+		}
+		held[p] = who
+	}
+	return held
 }

@@ -36,11 +36,12 @@ LISTEN 0      4096   192.168.229.11:35683 0.0.0.0:* users:(("VLLM::Worker_TP",pi
 67108864
 @@model
 no such directory
+@@unfinished
 @@done
 `
 
 func TestParseFacts(t *testing.T) {
-	seen, err := ParseFacts(labNode, []int{8000, 29501})
+	seen, _, err := ParseFacts(labNode, []int{8000, 29501})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestParseFacts(t *testing.T) {
 	if seen.ShmFree != 64<<20 || seen.ModelMissing != "no such directory" {
 		t.Errorf("shm %d, model %q", seen.ShmFree, seen.ModelMissing)
 	}
-	if _, err := ParseFacts("@@hostname\nx\n", nil); err == nil {
+	if _, _, err := ParseFacts("@@hostname\nx\n", nil); err == nil {
 		t.Error("a cut-off output is an error")
 	}
 }

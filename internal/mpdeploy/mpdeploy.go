@@ -94,57 +94,59 @@ func (m *Manager) Check(ctx context.Context, s Spec, ours bool) (version string,
 	if shape := mpplan.CheckShape(s.Spec); len(shape) > 0 {
 		return "", shape
 	}
-	seen, found := m.read(ctx, s)
+	seen, left, found := m.read(ctx, s)
 	if !ours {
-		left, f := m.unfinished(ctx, s)
+		var f []finding.Finding
+		ours, f = unfinished(s, left)
 		found = append(found, f...)
-		ours = left
 	}
 	return seen[s.Nodes[0].Name].Facts.VLLMVersion, append(found, mpplan.Check(s.Spec, seen, ours)...)
 }
 
-// unfinished looks on every node for a rank of this deployment that an
-// apply started and never saw ready (its start marker is still there: the
-// apply was killed). Such ranks are this deployment's own, which the next
-// apply stops before it starts the set (Launch), so they never need a hand
-// on the node; left says rank 0 is one of them, so the ports it holds are
-// the deployment's own. A launch still in progress (another apply holds
-// its lock) is refused.
-func (m *Manager) unfinished(ctx context.Context, s Spec) (left bool, found []finding.Finding) {
+// unfinished judges the ranks of this deployment that an apply started and
+// never saw ready (their start marker is still there: the apply was
+// killed), as read with the node's facts. Such ranks are this deployment's
+// own, which the next apply stops before it starts the set (Launch), so
+// they never need a hand on the node; ours says rank 0 is one of them, so
+// the ports it holds are the deployment's own. A launch still in progress
+// (another apply holds its lock) is refused.
+func unfinished(s Spec, left map[string]leftover) (ours bool, found []finding.Finding) {
 	for _, n := range s.Nodes {
-		id, holder, launching, err := s.rank(m.Pool, n).Unfinished(ctx)
+		l := left[n.Name]
 		switch {
-		case err != nil:
-			found = append(found, nodeFailed(n, "Cannot read the vLLM start marker on "+n.Name, err))
-		case id == "":
-		case launching:
+		case l.identity == "":
+		case l.launching:
 			found = append(found, finding.Finding{Path: finding.Attr("nodes").Key(n.Name), Node: n.Name,
 				Summary: "Another apply is launching this deployment",
 				Detail: fmt.Sprintf("%s is starting rank %d on %s (process %s) and holds its launch lock. Wait for it to finish, then plan again.",
-					holder, n.Rank, n.Name, id)})
+					l.holder, n.Rank, n.Name, l.identity)})
 		default:
-			left = left || n.Rank == 0
+			ours = ours || n.Rank == 0
 			found = append(found, finding.Finding{Warning: true, Path: finding.Attr("nodes").Key(n.Name), Node: n.Name,
 				Summary: "An interrupted apply left a rank running",
 				Detail: fmt.Sprintf("Rank %d on %s (process %s), started by %s, never answered its readiness check: that apply was "+
-					"interrupted. The apply stops it before it starts the set.", n.Rank, n.Name, id, holder)})
+					"interrupted. The apply stops it before it starts the set.", n.Rank, n.Name, l.identity, l.holder)})
 		}
 	}
-	return left, found
+	return ours, found
 }
 
-func (m *Manager) read(ctx context.Context, s Spec) (map[string]mpplan.Seen, []finding.Finding) {
+// read reads every node at once, one round trip each: its facts, and any
+// rank of this deployment an interrupted apply left there.
+func (m *Manager) read(ctx context.Context, s Spec) (map[string]mpplan.Seen, map[string]leftover, []finding.Finding) {
 	var mu sync.Mutex
-	seen := map[string]mpplan.Seen{}
+	seen, left := map[string]mpplan.Seen{}, map[string]leftover{}
 	var found []finding.Finding
 	var wg sync.WaitGroup
 	for _, n := range s.Nodes {
 		wg.Go(func() {
-			argv := transport.Script(FactsScript, s.VLLMCommand, s.Master(), s.Model, portsArg(s.Ports(n)), strings.Join(s.Peers(n), " "))
+			argv := transport.Script(FactsScript, s.VLLMCommand, s.Master(), s.Model, portsArg(s.Ports(n)),
+				strings.Join(s.Peers(n), " "), s.rank(m.Pool, n).Key)
 			res, err := m.Pool.Run(ctx, s.Endpoints[n.Name], transport.Cmd{Step: "read the node", Argv: argv})
 			var sn mpplan.Seen
+			var l leftover
 			if err == nil {
-				sn, err = ParseFacts(string(res.Stdout), s.Ports(n))
+				sn, l, err = ParseFacts(string(res.Stdout), s.Ports(n))
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -152,12 +154,12 @@ func (m *Manager) read(ctx context.Context, s Spec) (map[string]mpplan.Seen, []f
 				found = append(found, nodeFailed(n, "Cannot read node "+n.Name, err))
 				return
 			}
-			seen[n.Name] = sn
+			seen[n.Name], left[n.Name] = sn, l
 		})
 	}
 	wg.Wait()
 	slices.SortFunc(found, func(a, b finding.Finding) int { return strings.Compare(a.Node, b.Node) })
-	return seen, found
+	return seen, left, found
 }
 
 // env is node n's environment: the user's, its secret env over it, then

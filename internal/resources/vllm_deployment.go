@@ -72,7 +72,9 @@ type secrets struct {
 	env    map[string]string
 }
 
-func (r *vllmResource) secrets(ctx context.Context, cfg interface {
+// readSecrets reads api_key_wo and secret_env_wo from the configuration
+// (both deployment resources have them).
+func readSecrets(ctx context.Context, cfg interface {
 	GetAttribute(context.Context, path.Path, any) diag.Diagnostics
 }, diags *diag.Diagnostics) secrets {
 	var key types.String
@@ -96,7 +98,7 @@ func (r *vllmResource) Create(ctx context.Context, req resource.CreateRequest, r
 	resp.Diagnostics.Append(diags...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	r.launch(ctx, &m, 0, false, r.secrets(ctx, req.Config, &resp.Diagnostics), &resp.Diagnostics)
+	r.launch(ctx, &m, 0, false, readSecrets(ctx, req.Config, &resp.Diagnostics), &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -179,7 +181,7 @@ func (r *vllmResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	if addPreflight(&resp.Diagnostics, r.dep.Stop(ctx, old, state.ProcessIdentity.ValueString())); resp.Diagnostics.HasError() {
 		return
 	}
-	r.launch(ctx, &plan, ownGPUs(&state), true, r.secrets(ctx, req.Config, &resp.Diagnostics), &resp.Diagnostics)
+	r.launch(ctx, &plan, ownGPUs(&state), true, readSecrets(ctx, req.Config, &resp.Diagnostics), &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}

@@ -60,20 +60,12 @@ func (r *mpResource) launch(ctx context.Context, m *mpModel, sec mpdeploy.Secret
 	m.APIKeyWO, m.SecretEnvWO = types.StringNull(), types.MapNull(types.StringType) // write-only: never in state
 }
 
-// mpSecrets are the write-only values, read from the configuration (they
-// are in no plan and no state).
+// mpSecrets are the write-only values as internal/mpdeploy takes them.
 func mpSecrets(ctx context.Context, cfg interface {
 	GetAttribute(context.Context, path.Path, any) diag.Diagnostics
 }, diags *diag.Diagnostics) mpdeploy.Secrets {
-	var key types.String
-	var env types.Map
-	diags.Append(cfg.GetAttribute(ctx, path.Root("api_key_wo"), &key)...)
-	diags.Append(cfg.GetAttribute(ctx, path.Root("secret_env_wo"), &env)...)
-	sec := mpdeploy.Secrets{APIKey: key.ValueString(), Env: map[string]string{}}
-	if !env.IsNull() && !env.IsUnknown() {
-		diags.Append(env.ElementsAs(ctx, &sec.Env, false)...)
-	}
-	return sec
+	sec := readSecrets(ctx, cfg, diags)
+	return mpdeploy.Secrets{APIKey: sec.apiKey, Env: sec.env}
 }
 
 func (r *mpResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {

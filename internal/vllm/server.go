@@ -80,11 +80,17 @@ func (s Server) Unfinished(ctx context.Context) (identity, holder string, launch
 	if err != nil {
 		return "", "", false, err
 	}
-	lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
+	identity, holder, launching = ParseUnfinished(string(res.Stdout))
+	return identity, holder, launching, nil
+}
+
+// ParseUnfinished reads UnfinishedScript's output.
+func ParseUnfinished(out string) (identity, holder string, launching bool) {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) > 1 {
 		holder = lines[1]
 	}
-	return lines[0], holder, len(lines) > 2 && lines[2] == "launching", nil
+	return lines[0], holder, len(lines) > 2 && lines[2] == "launching"
 }
 
 // LockLaunch makes or checks the deployment's directory (Dir) and holds
