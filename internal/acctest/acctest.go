@@ -88,8 +88,19 @@ func Lab(t *testing.T) *lab.File {
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
+	if os.Getenv(RayReleaseEnv) == "second" { // make testacc-ray-next
+		if f.SecondRay.RayCommand == "" {
+			t.Fatalf("%s=second, but %s names no second Ray release: bring the lab up again (make lab-up)", RayReleaseEnv, path)
+		}
+		return f.OnSecondRay()
+	}
 	return f
 }
+
+// RayReleaseEnv, set to "second", runs the acceptance tests on the lab's
+// second Ray release (lab.File.OnSecondRay): the Ray-reading tests run on
+// both (make testacc-ray-next, RAY_NEXT_TESTS).
+const RayReleaseEnv = "SPARK_LAB_RAY"
 
 // LabDir is the directory holding the lab file.
 func LabDir() string {

@@ -13,6 +13,10 @@ import (
 // cannot silently drop a test from the OpenTofu run.
 func TestTofuSubset(t *testing.T) { checkTestList(t, "TOFU_TESTS", 5) }
 
+// TestRayNextSubset does the same for the tests run on the lab's second Ray
+// release (RAY_NEXT_TESTS).
+func TestRayNextSubset(t *testing.T) { checkTestList(t, "RAY_NEXT_TESTS", 2) }
+
 func checkTestList(t *testing.T, variable string, atLeast int) {
 	root := RepoRoot()
 	mk, err := os.ReadFile(filepath.Join(root, "GNUmakefile"))

@@ -20,7 +20,7 @@ import (
 // vLLM, the lab's platform plugin, the tiny model) mounted at /opt/ray;
 // pyenv011: the second one, vLLM 0.11.0, mounted at /opt/vllm-0.11.
 //
-//go:embed nodeimage all:pyenv all:pyenv011
+//go:embed nodeimage all:pyenv all:pyenv011 all:pyenvray
 var labFiles embed.FS
 
 const (
@@ -282,13 +282,19 @@ type pyenvSpec struct {
 	stages []string // recipe folders the install sees at /tmp/<folder>, its own included
 }
 
-// The lab's environments: the first (vLLM 0.32.0) at /opt/ray, and vLLM
-// 0.11.0, whose Ray executor pins by default, at /opt/vllm-0.11; the second
-// uses the first's platform plugin and model maker.
+// The lab's environments: the first (vLLM 0.32.0, Ray 2.52.1) at /opt/ray;
+// vLLM 0.11.0, whose Ray executor pins by default, at /opt/vllm-0.11 (it
+// uses the first's platform plugin and model maker); and the newest Ray
+// (2.60.0, no vLLM) at /opt/ray-next, for the Ray-reading tests on a second
+// release.
 var pyenvs = []pyenvSpec{
 	{folder: "pyenv", mount: "/opt/ray", stages: []string{"pyenv"}},
 	{folder: "pyenv011", mount: "/opt/vllm-0.11", stages: []string{"pyenv", "pyenv011"}},
+	{folder: "pyenvray", mount: rayNextMount, stages: []string{"pyenvray"}},
 }
+
+// rayNextMount is where the second Ray release lives on every node.
+const rayNextMount = "/opt/ray-next"
 
 // ensurePyenv builds a Python environment — real Ray and real vLLM (its CPU
 // build), the lab's vLLM platform plugin and the tiny model — into a Docker

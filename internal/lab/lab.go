@@ -258,6 +258,13 @@ func readEnvironmentVersions(ctx context.Context, f *File) error {
 		return fmt.Errorf("read the second environment's vLLM version on %s: %w", node.Name, err)
 	}
 	f.SecondVLLM.VLLMVersion = strings.TrimSpace(out)
+	f.SecondRay = RayRelease{RayCommand: rayNextMount + "/bin/ray", PythonCommand: rayNextMount + "/bin/python"}
+	out, err = docker(ctx, nil, "exec", node.Container, f.SecondRay.PythonCommand, "-c",
+		"from importlib.metadata import version; print(version('ray'))")
+	if err != nil {
+		return fmt.Errorf("read the second Ray release on %s: %w", node.Name, err)
+	}
+	f.SecondRay.RayVersion = strings.TrimSpace(out)
 	return nil
 }
 
@@ -305,13 +312,16 @@ func ensureNode(ctx context.Context, n *Node, image string, volumes []string, au
 		}
 		log("node %s: creating %s (external %s, fabric %s)", n.Name, n.Container, n.ExternalIP, n.FabricIP)
 		// The flags let the node run its own Docker engine without --privileged.
-		if _, err := docker(ctx, nil, "run", "-d", "--name", n.Container, "--hostname", n.Name,
-			"--label", labLabel+"=1", "--label", pyenvLabel+"="+pyenv, "--shm-size", "2g",
-			"-v", volumes[0]+":"+pyenvs[0].mount+":ro", "-v", volumes[1]+":"+pyenvs[1].mount+":ro",
+		args := []string{"run", "-d", "--name", n.Container, "--hostname", n.Name,
+			"--label", labLabel + "=1", "--label", pyenvLabel + "=" + pyenv, "--shm-size", "2g",
 			"--cap-add=ALL", "--cap-drop=SYS_RESOURCE",
 			"--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
 			"--cgroupns", "host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "-v", "/var/lib/docker",
-			"--network", ExternalNetwork, "--ip", n.ExternalIP, image); err != nil {
+			"--network", ExternalNetwork, "--ip", n.ExternalIP}
+		for i, env := range pyenvs { // each environment, read-only where it lives
+			args = append(args, "-v", volumes[i]+":"+env.mount+":ro")
+		}
+		if _, err := docker(ctx, nil, append(args, image)...); err != nil {
 			return err
 		}
 		if _, err := docker(ctx, nil, "network", "connect", "--ip", n.FabricIP, FabricNetwork, n.Container); err != nil {
@@ -586,6 +596,23 @@ func Connect(ctx context.Context, n Node, network string) error {
 	}
 	_, err := docker(ctx, nil, "network", "connect", "--ip", ip, network, n.Container)
 	return err
+}
+
+// FabricInterface is the name of node n's fabric port, looked up by its
+// address. Docker names a port by the order it was attached in, so it is
+// eth1 on a new node but another name once a test has taken the node off a
+// network and put it back (Docker 20.10 cannot be told the name); a test
+// that names the port asks for it, as an operator reads it off the box.
+func FabricInterface(ctx context.Context, n Node) (string, error) {
+	out, err := docker(ctx, nil, "exec", n.Container, "ip", "-o", "-4", "addr", "show", "to", n.FabricIP)
+	if err != nil {
+		return "", fmt.Errorf("find node %s's fabric port: %w", n.Name, err)
+	}
+	f := strings.Fields(out)
+	if len(f) < 2 {
+		return "", fmt.Errorf("node %s has no port with its fabric address %s", n.Name, n.FabricIP)
+	}
+	return strings.TrimSuffix(strings.SplitN(f[1], "@", 2)[0], ":"), nil
 }
 
 // Pause freezes every process of a node (docker pause: the cgroup freezer),

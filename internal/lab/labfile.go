@@ -35,6 +35,31 @@ type File struct {
 	// executor pins its placement group by default), the same on every
 	// node, beside the first; with the same Ray.
 	SecondVLLM Environment `json:"second_vllm"`
+	// SecondRay is the lab's second Ray release (the newest, Ray's core
+	// without vLLM), the same on every node, beside the first.
+	SecondRay RayRelease `json:"second_ray"`
+}
+
+// RayRelease is one of the lab's Ray releases, as a node runs it.
+type RayRelease struct {
+	RayVersion    string `json:"ray_version"`
+	RayCommand    string `json:"ray_command"`
+	PythonCommand string `json:"python_command"`
+}
+
+// OnSecondRay is the lab as the Ray-reading tests see it on the second Ray
+// release: every node runs that release's ray and python, and the file
+// names its version. vLLM stays the first environment's (it is not in the
+// second).
+func (f *File) OnSecondRay() *File {
+	g := *f
+	g.RayVersion = f.SecondRay.RayVersion
+	g.Nodes = append([]Node(nil), f.Nodes...)
+	for i := range g.Nodes {
+		g.Nodes[i].RayCommand = f.SecondRay.RayCommand
+		g.Nodes[i].PythonCommand = f.SecondRay.PythonCommand
+	}
+	return &g
 }
 
 // Environment is one of the lab's Python environments, as a node runs it.

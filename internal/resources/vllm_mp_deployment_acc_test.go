@@ -1,6 +1,7 @@
 package resources_test
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strings"
@@ -24,13 +25,29 @@ const mpAddr = "spark_vllm_mp_deployment.pair"
 // the lab's two nodes, rank 0 on the first, with real vLLM (its CPU build).
 type mpDeploy struct {
 	masterAddr string            // "" leaves it null (rank 0's node_ip)
-	iface      map[string]string // a node's interface; absent: the lab's fabric port, eth1
+	iface      map[string]string // a node's interface; absent: the lab's fabric port
 	tp, dp     int
 	hostKeys   bool   // pin each node's host key
 	keyLine    string // the API key's attribute lines (keySetup)
 }
 
-func (d mpDeploy) config(l *lab.File) string {
+// fabricPorts is each lab node's fabric port name, read off the node.
+func fabricPorts(t *testing.T, l *lab.File) map[string]string {
+	t.Helper()
+	ports := map[string]string{}
+	for _, n := range l.Nodes[:2] {
+		name, err := lab.FabricInterface(context.Background(), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[n.Name] = name
+	}
+	return ports
+}
+
+// config is the deployment on the lab; ports are the nodes' fabric ports
+// (fabricPorts), each node's interface unless d.iface names another.
+func (d mpDeploy) config(l *lab.File, ports map[string]string) string {
 	if d.tp == 0 {
 		d.tp = 2
 	}
@@ -45,7 +62,7 @@ func (d mpDeploy) config(l *lab.File) string {
 	for i, n := range l.Nodes[:2] {
 		iface, ok := d.iface[n.Name]
 		if !ok {
-			iface = "eth1"
+			iface = ports[n.Name]
 		}
 		pin := ""
 		if d.hostKeys {
@@ -83,6 +100,7 @@ func TestAccVLLMMPDeployment_servesAcrossTwoNodes(t *testing.T) {
 	l := acctest.Lab(t)
 	rank0, rank1 := l.Nodes[0], l.Nodes[1]
 	r := newRefusals(t, l)
+	ports := fabricPorts(t, l)
 	const canary = "mp-canary-5c1d2e"
 	key := keySetup(t, l, rank0, canary)
 	held := func() {
@@ -98,17 +116,17 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 	if strings.Contains(key, "var.vllm_api_key") {
 		vars = "variable \"vllm_api_key\" {\n  type      = string\n  sensitive = true\n}\n"
 	}
-	clean := vars + mpDeploy{keyLine: key}.config(l)
+	clean := vars + mpDeploy{keyLine: key}.config(l, ports)
 	// The same process on each node across the steps that restart nothing.
 	sameProcess := statecheck.CompareValue(compare.ValuesSame())
 	identity := tfjsonpath.New("nodes").AtMapKey(rank1.Name).AtMapKey("process_identity")
 	steps := r.steps(
 		resource.TestStep{ // the field report's kind: the master address is the other node's
-			Config:      mpDeploy{masterAddr: rank1.FabricIP}.config(l),
+			Config:      mpDeploy{masterAddr: rank1.FabricIP}.config(l, ports),
 			ExpectError: regexp.MustCompile(`(?s)master_addr ` + regexp.QuoteMeta(rank1.FabricIP) + ` is not bound on node ` + rank0.Name + `.*Rule D26`),
 		},
 		resource.TestStep{ // the worker's port named as the head's is (Sparks cabled on different ports)
-			Config:      mpDeploy{iface: map[string]string{rank1.Name: "enp1s0f1np1"}}.config(l),
+			Config:      mpDeploy{iface: map[string]string{rank1.Name: "enp1s0f1np1"}}.config(l, ports),
 			ExpectError: regexp.MustCompile(`(?s)interface "enp1s0f1np1" does not exist on node ` + rank1.Name + `.*Rule D27`),
 		},
 		resource.TestStep{
@@ -132,12 +150,12 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 				statecheck.ExpectKnownValue(mpAddr, tfjsonpath.New("endpoint"), knownvalue.StringExact("http://"+rank0.SSHHost+":8000/v1")),
 				sameProcess.AddStateValue(mpAddr, identity),
 			},
-			Check: resource.ComposeTestCheckFunc(servesChat(canary), ranksRunAsDeclared(t, l), keyNowhere(t, l, canary)),
+			Check: resource.ComposeTestCheckFunc(servesChat(canary), ranksRunAsDeclared(t, l, ports), keyNowhere(t, l, canary)),
 		}),
 		resource.TestStep{Config: clean, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
 		resource.TestStep{
 			// Pinning the host keys changes how the nodes are checked, not what runs.
-			Config: vars + mpDeploy{hostKeys: true, keyLine: key}.config(l),
+			Config: vars + mpDeploy{hostKeys: true, keyLine: key}.config(l, ports),
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				plancheck.ExpectResourceAction(mpAddr, plancheck.ResourceActionUpdate),
 				plancheck.ExpectKnownValue(mpAddr, identity, knownvalue.NotNull()),
@@ -154,17 +172,17 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 				plancheck.ExpectResourceAction(mpAddr, plancheck.ResourceActionUpdate),
 				plancheck.ExpectKnownValue(mpAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
 			}},
-			Check: resource.ComposeTestCheckFunc(servesChat(canary), ranksRunAsDeclared(t, l)),
+			Check: resource.ComposeTestCheckFunc(servesChat(canary), ranksRunAsDeclared(t, l, ports)),
 		},
 		resource.TestStep{
 			// Data parallel instead of tensor parallel: one engine on each node,
 			// one API on rank 0; the set restarts.
-			Config: vars + mpDeploy{tp: 1, dp: 2, keyLine: key}.config(l),
+			Config: vars + mpDeploy{tp: 1, dp: 2, keyLine: key}.config(l, ports),
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				plancheck.ExpectResourceAction(mpAddr, plancheck.ResourceActionUpdate),
 				plancheck.ExpectUnknownValue(mpAddr, identity),
 			}},
-			Check: resource.ComposeTestCheckFunc(servesChat(canary), ranksRunAsDeclared(t, l)),
+			Check: resource.ComposeTestCheckFunc(servesChat(canary), ranksRunAsDeclared(t, l, ports)),
 		},
 	)
 	resource.Test(t, resource.TestCase{
@@ -212,13 +230,13 @@ func keyNowhere(t *testing.T, l *lab.File, key string) resource.TestCheckFunc {
 // ranksRunAsDeclared looks at the nodes: rank 0 serves, rank 1 runs
 // --headless, each with its own node's fabric address and interface, as the
 // SSH user, and nothing of Ray runs anywhere.
-func ranksRunAsDeclared(t *testing.T, l *lab.File) resource.TestCheckFunc {
+func ranksRunAsDeclared(t *testing.T, l *lab.File, ports map[string]string) resource.TestCheckFunc {
 	return func(*terraform.State) error {
 		for i, n := range l.Nodes[:2] {
 			out := acctest.OnNode(t, n, "read the rank", `for p in $(pgrep -f '[v]llm serve'); do
   echo "user=$(stat -c %U /proc/$p)"; tr '\0' '\n' < /proc/$p/environ | grep -E '^(VLLM_HOST_IP|GLOO_SOCKET_IFNAME)='
   tr '\0' ' ' < /proc/$p/cmdline; echo; done; pgrep -af '[r]aylet|[g]cs_server' || true`)
-			for _, want := range []string{"user=" + l.SSHUser, "VLLM_HOST_IP=" + n.FabricIP, "GLOO_SOCKET_IFNAME=eth1",
+			for _, want := range []string{"user=" + l.SSHUser, "VLLM_HOST_IP=" + n.FabricIP, "GLOO_SOCKET_IFNAME=" + ports[n.Name],
 				fmt.Sprintf("--node-rank %d", i), "--master-addr " + l.Nodes[0].FabricIP} {
 				if !strings.Contains(out, want) {
 					return fmt.Errorf("rank %d on %s: want %q in\n%s", i, n.Name, want, out)

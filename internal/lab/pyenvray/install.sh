@@ -1,0 +1,14 @@
+#!/bin/sh
+# The lab's second Ray release (Ray's core, no vLLM), mounted read-only at
+# /opt/ray-next on every node. Runs like ../pyenv/install.sh: in a throwaway
+# container of the base image, the volume at /opt/ray-next, the wheels at
+# /tmp/wheels, no network.
+set -eu
+env=/opt/ray-next
+rm -rf "$env"/* "$env"/.complete
+python3 -m venv "$env"
+"$env"/bin/pip install --no-index --no-deps --quiet --find-links /tmp/wheels -r /tmp/pyenvray/requirements.txt
+# Sanity: the release the requirements name is the one that runs.
+"$env"/bin/ray --version
+"$env"/bin/python -c 'import ray._raylet, ray; print("ray", ray.__version__)'
+touch "$env"/.complete
