@@ -8,7 +8,8 @@ env=/opt/ray-next
 rm -rf "$env"/* "$env"/.complete
 python3 -m venv "$env"
 "$env"/bin/pip install --no-index --no-deps --quiet --find-links /tmp/wheels -r /tmp/pyenvray/requirements.txt
-# Sanity: the release the requirements name is the one that runs.
-"$env"/bin/ray --version
-"$env"/bin/python -c 'import ray._raylet, ray; print("ray", ray.__version__)'
+# Sanity: Ray's native core loads, and it is the release the requirements pin.
+"$env"/bin/python -c 'import sys, ray._raylet, ray
+assert ray.__version__ == sys.argv[1], (ray.__version__, sys.argv[1])
+print("ray", ray.__version__)' "$(sed -n 's/^ray==//p' /tmp/pyenvray/requirements.txt)"
 touch "$env"/.complete
