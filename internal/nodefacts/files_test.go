@@ -117,6 +117,10 @@ func TestFilesSayWhatPythonSays(t *testing.T) {
 	}
 	goneAddr := gone.Addr().String()
 	gone.Close()
+	otherVLLM := t.TempDir()
+	if err := os.WriteFile(filepath.Join(otherVLLM, "vllm"), []byte("#!/bin/sh\necho 0.99.0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name   string
 		site   layout
@@ -143,6 +147,8 @@ func TestFilesSayWhatPythonSays(t *testing.T) {
 			layout{"vllm/__init__.py": "", "vllm/foundation/system/envs.py": envsPy("1"), "vllm/v1/executor/ray_executor_v2.py": ""}),
 			sure: true, exec: "flag=1", moved: true},
 		{name: "no vLLM", site: dist("ray", "2.52.1"), sure: true, noVLLM: true},
+		// A vllm of another environment on PATH is not Ray's vLLM.
+		{name: "no vLLM, another environment's vllm on PATH", site: dist("ray", "2.52.1"), env: []string{"PATH=" + otherVLLM + ":" + os.Getenv("PATH")}, sure: true, noVLLM: true},
 		{name: "the TCP probe, open", site: vllm032, tcp: ln.Addr().String(), sure: true, exec: "flag=1"},
 		{name: "the TCP probe, refused", site: vllm032, tcp: goneAddr, sure: true, exec: "flag=1"},
 		{name: "PYTHONPATH set", site: vllm032, env: []string{"PYTHONPATH=/nonexistent"}},

@@ -93,7 +93,11 @@ if [ -n "${5:-}" ]; then echo @@tcp; echo "${tcp:-unknown}"; fi
 echo @@read_from; if [ -n "$read_from_files" ]; then echo files; else echo python; fi
 echo @@python; [ -z "$pyver" ] || echo "$pyver"
 echo @@ray; if [ -n "$rayver" ]; then echo "$rayver"; else "$ray" --version 2>/dev/null; fi
-echo @@vllm; if [ -n "$vllmver" ]; then echo "$vllmver"; else "${6:-vllm}" --version 2>/dev/null; fi
+# The vllm command is asked only when Ray's Python could not say (no
+# interpreter found), or when the caller names the command that serves ($6):
+# a vllm elsewhere on PATH is another environment's, which Ray's workers do
+# not import, and its --version imports torch (7 s on a lab node).
+echo @@vllm; if [ -n "$vllmver" ]; then echo "$vllmver"; elif [ -n "${6:-}" ] || [ -z "$pyver" ]; then "${6:-vllm}" --version 2>/dev/null; fi
 echo @@vllm_executor; echo "$vllmexec"
 echo @@vllm_env; env | grep -E '^(VLLM_HOST_IP|VLLM_USE_RAY_V2_EXECUTOR_BACKEND)=' || true
 if [ "${8:-}" = docker ]; then echo @@docker; docker --version 2>/dev/null; fi
