@@ -111,6 +111,8 @@ def config(lab, row):
     ray_cmd, vllm_cmd, model, _ = commands(lab, row)
     f = lab.f
     node_ip = lambda n: f'\n    node_ip  = "{n["fabric_ip"]}"' if row.get("fabric") else ""
+    # Each node's own fabric port, by the name it has now (after the row's renames).
+    iface = lambda n: f'\n    interface = "{fabric_ifname(lab, n)}"' if row.get("own_interface") else ""
     env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", **row_env(lab, row)}
     ray_address = f'"{h["external_ip"]}:{row["ray_port"]}"' if row.get("ray_port") else "spark_ray_cluster.lab.head_address"
     extra = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager", *row.get("args", [])]
@@ -119,12 +121,12 @@ def config(lab, row):
 resource "spark_ray_cluster" "lab" {{
   head = {{
     ssh_host = "{h['ssh_host']}"
-    num_gpus = {row.get("head_gpus", 1)}{node_ip(h)}
+    num_gpus = {row.get("head_gpus", 1)}{node_ip(h)}{iface(h)}
   }}
   workers = {{
     {w['name']} = {{
       ssh_host = "{w['ssh_host']}"
-      num_gpus = 1{node_ip(w)}
+      num_gpus = 1{node_ip(w)}{iface(w)}
     }}
   }}
   runtime   = {{ host = {{ ray_command = "{ray_cmd}" }} }}
@@ -329,6 +331,8 @@ ROWS = [
     {"name": "worker-interface", "what": "TP=2 on the fabric, GLOO_SOCKET_IFNAME = the head's fabric interface, the worker's fabric port named otherwise",
      "tp": 2, "fabric": True, "host_ip": lambda l: l.head["fabric_ip"], "rename_worker_fabric": "fab1",
      "env_from_lab": lambda l: {"GLOO_SOCKET_IFNAME": fabric_ifname(l, l.head)}, "bound": 150},
+    {"name": "worker-own-interface", "what": "TP=2 on the fabric, the worker's fabric port named otherwise (fab1), each node's own port declared in the cluster (interface, the fix D9 names)",
+     "tp": 2, "fabric": True, "host_ip": lambda l: l.head["fabric_ip"], "rename_worker_fabric": "fab1", "own_interface": True, "bound": 150},
     {"name": "other-vllm-on-worker", "what": "TP=2, each node's own environment: vLLM 0.32.0 on the head, 0.11.0 on the worker (the same Ray and Python)",
      "tp": 2, "env_link": True, "bound": 150},
     {"name": "ray-address-dead", "what": "ray_address = the head on a port where no Ray answers",

@@ -51,6 +51,7 @@ phase release-check  make --no-print-directory release-check
 phase release-install make --no-print-directory release-install
 phase acc-terraform  make --no-print-directory testacc-terraform
 phase acc-opentofu   make --no-print-directory testacc-tofu
+phase acc-ray-next   make --no-print-directory testacc-ray-next
 phase module-test    make --no-print-directory test-module
 phase reality        make --no-print-directory reality
 

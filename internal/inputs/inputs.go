@@ -203,6 +203,22 @@ func ContainerName(v string) error {
 	return nil
 }
 
+// InterfaceName checks a network interface name as the Linux kernel takes
+// one (dev_valid_name, net/core/dev.c): 1 to 15 bytes, not "." or "..", no
+// '/', ':' or whitespace. A comma or a leading '^' or '=' is NCCL's list
+// syntax, not a name: one node has one fabric port here.
+func InterfaceName(v string) error {
+	switch {
+	case v == "" || len(v) > 15:
+		return fmt.Errorf("%q is not an interface name: Linux names are 1 to 15 characters, e.g. \"enp1s0f1np1\" (see `ip -br link` on the node)", v)
+	case v == "." || v == "..", strings.ContainsAny(v, "/: \t\n\r\x00"):
+		return fmt.Errorf("%q is not an interface name Linux accepts (no '/', ':' or whitespace): name the port as `ip -br link` shows it", v)
+	case strings.ContainsAny(v, ",^="):
+		return fmt.Errorf("%q is a list or an NCCL pattern, not one interface: give this node's one fabric port, e.g. \"enp1s0f1np1\"", v)
+	}
+	return nil
+}
+
 // Image checks a container image reference. The full grammar is docker's
 // to judge when it pulls; what is refused here is what would otherwise be
 // read as something else: an empty word, spaces, or a leading '-' (an option

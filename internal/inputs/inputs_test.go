@@ -365,3 +365,18 @@ func TestHostIP(t *testing.T) {
 		}
 	}
 }
+
+func TestInterfaceName(t *testing.T) {
+	check(t, InterfaceName, map[string]string{
+		"enp1s0f1np1": "", "eth1": "", "fab1": "", "ib0.8001": "",
+		"":                 "1 to 15 characters",
+		"enp1s0f1np1xxxxx": "1 to 15 characters",
+		"..":               "Linux accepts",
+		"eth 1":            "Linux accepts",
+		"a/b":              "Linux accepts",
+		"eth0:1":           "Linux accepts",
+		"eth0,eth1":        "not one interface",
+		"^docker":          "not one interface",
+		"=eth1":            "not one interface",
+	})
+}

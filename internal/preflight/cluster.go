@@ -79,6 +79,7 @@ func CheckCluster(c Cluster) ClusterPlan {
 	p.Findings = append(p.Findings, SameVersions(nodes)...)
 	p.Findings = append(p.Findings, RayRelease(c.Head.Facts.RayVersion, "the head ("+c.Head.SSHHost+")", c.Head.attr("ssh_host"))...)
 	p.Findings = append(p.Findings, Interfaces(c.Env, nodes, p.Registered)...)
+	p.Findings = append(p.Findings, NodeInterfaces(c.Env, nodes, p.Registered)...)
 	p.Findings = append(p.Findings, WorkerHostIP(c.Env, nodes, p.Registered)...)
 	if c.AuthToken {
 		p.Findings = append(p.Findings, TokenAuthSupported(nodes)...)

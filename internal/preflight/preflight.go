@@ -23,7 +23,10 @@ type Node struct {
 	SSHHost string
 	NodeIP  string // configured node_ip; "" = Ray detects
 	NumGPUs *int64
-	Facts   nodefacts.Facts
+	// Interface is the node's declared fabric port (the cluster's per-node
+	// interface), which its Ray gets as NodeInterfaceVars; "" none.
+	Interface string
+	Facts     nodefacts.Facts
 	// RayCommand is how the node's Ray is run (runtime's ray_command), for
 	// the message when it is not found.
 	RayCommand string
@@ -293,6 +296,53 @@ func versionLess(a, b string) bool {
 // InterfaceVars are the env variables that name a network interface.
 var InterfaceVars = []string{"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "UCX_NET_DEVICES"}
 
+// NodeInterfaceVars are what a node's declared interface sets in its Ray's
+// environment: the variables NCCL and Gloo (torch.distributed's CPU
+// transport, which vLLM's workers also open) pick their socket with.
+var NodeInterfaceVars = []string{"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"}
+
+// NodeInterfaces (D9): a node's declared interface must exist on it, be up
+// and carry the address Ray registers for it; the variables it sets are not
+// given in env too (one setting, given twice, would leave which one wins
+// to the order of a map).
+func NodeInterfaces(env map[string]string, nodes []Node, registered map[string]string) []finding.Finding {
+	var out []finding.Finding
+	for _, n := range nodes {
+		if n.Interface == "" {
+			continue
+		}
+		for _, v := range NodeInterfaceVars {
+			if val, ok := env[v]; ok {
+				out = append(out, finding.Finding{Rule: D9, Node: n.Name, Path: finding.Attr("env").Key(v),
+					Summary: "Interface given twice",
+					Detail: fmt.Sprintf("env %s = %q, and %s sets %q, which its Ray gets as %s too. Remove %s from env: "+
+						"each node's interface sets it on that node.", v, val, n.attr("interface"), n.Interface, v, v)})
+			}
+		}
+		iface, found := findInterface(n.Facts, n.Interface)
+		ip := registered[n.Name]
+		switch {
+		case !found:
+			out = append(out, finding.Finding{Rule: D9, Node: n.Name, Path: n.attr("interface"),
+				Summary: "Interface does not exist on its node",
+				Detail: fmt.Sprintf("interface = %q, but %s (%s) has no interface of that name (its interfaces: %s). "+
+					"Name this node's fabric port as `ip -br addr` shows it there.", n.Interface, n.Name, n.SSHHost, ifaceNames(n.Facts))})
+		case !iface.Up:
+			out = append(out, finding.Finding{Rule: D9, Node: n.Name, Path: n.attr("interface"),
+				Summary: "Interface is down",
+				Detail: fmt.Sprintf("interface = %q is down on %s (%s): NCCL and Gloo would find no address on it. "+
+					"Bring the link up (`ip link set %s up`, check the cable), or name the port that is.", n.Interface, n.Name, n.SSHHost, n.Interface)})
+		case ip != "" && !carries(iface, ip):
+			out = append(out, finding.Finding{Rule: D9, Node: n.Name, Path: n.attr("interface"),
+				Summary: "Interface does not carry the node's Ray address",
+				Detail: fmt.Sprintf("interface = %q, but on %s (%s) it carries %s, not %s, the address Ray registers for that node. "+
+					"Collective traffic would run on another network than Ray's. Name the interface that carries %s, "+
+					"or set node_ip to an address on %s.", n.Interface, n.Name, n.SSHHost, prefixes(iface), ip, ip, n.Interface)})
+		}
+	}
+	return out
+}
+
 // Interfaces (D9): interface names in env must exist on every node and
 // carry that node's registered IP, or NCCL/Gloo traffic goes elsewhere.
 // Values may be comma lists; NCCL's "^" (exclude) and "=" (exact) prefixes
@@ -318,8 +368,10 @@ func Interfaces(env map[string]string, nodes []Node, registered map[string]strin
 					out = append(out, finding.Finding{Rule: D9, Node: n.Name, Path: finding.Attr("env"),
 						Summary: "Interface named in env does not exist",
 						Detail: fmt.Sprintf("env %s = %q, but %s (%s) has no interface %q (its interfaces: %s). "+
-							"Use an interface that exists on every node with the same name, or set the variable per node.",
-							v, val, n.Name, n.SSHHost, name, ifaceNames(n.Facts))})
+							"Use an interface that exists on every node with the same name, or, where the nodes name their "+
+							"fabric ports differently, remove %s from env and declare each node's own port in the cluster's "+
+							"`interface` (head.interface, workers[<name>].interface).",
+							v, val, n.Name, n.SSHHost, name, ifaceNames(n.Facts), v)})
 				case ip != "" && !carries(iface, ip):
 					out = append(out, finding.Finding{Rule: D9, Node: n.Name, Path: finding.Attr("env"),
 						Summary: "Interface named in env does not carry the node's Ray address",

@@ -461,3 +461,74 @@ func TestTokenAuthSupported(t *testing.T) {
 		}
 	}
 }
+
+// Two Sparks cabled on different ports: the head's fabric port is
+// enp1s0f1np1, the worker's enp1s0f0np0. Each node's own interface is
+// checked on that node.
+func TestNodeInterfaces(t *testing.T) {
+	h, w := head(""), worker(nil)
+	w.Facts.Interfaces[1].Name = "enp1s0f0np0"
+	onFabric := map[string]string{"head": "192.168.200.12", "spark2": "192.168.200.13"}
+	h.Interface, w.Interface = "enp1s0f1np1", "enp1s0f0np0"
+	if d := NodeInterfaces(nil, []Node{h, w}, onFabric); d != nil {
+		t.Fatalf("each node's own port refused: %+v", d)
+	}
+	if d := NodeInterfaces(map[string]string{"NCCL_SOCKET_IFNAME": "^docker"}, []Node{head(""), worker(nil)}, onFabric); d != nil {
+		t.Fatalf("no node declares an interface, env is left to Interfaces: %+v", d)
+	}
+	for _, c := range []struct {
+		name  string
+		env   map[string]string
+		iface string // the worker's
+		down  bool
+		reg   map[string]string
+		path  string
+		want  []string
+	}{
+		{name: "the head's name on the worker", iface: "enp1s0f1np1", reg: onFabric, path: `workers["spark2"].interface`,
+			want: []string{`interface = "enp1s0f1np1"`, "spark2 (10.1.230.181) has no interface", "enp1s0f0np0"}},
+		{name: "down", iface: "enp1s0f0np0", down: true, reg: onFabric, path: `workers["spark2"].interface`,
+			want: []string{"is down on spark2", "ip link set enp1s0f0np0 up"}},
+		{name: "Ray registers the external address", iface: "enp1s0f0np0", reg: map[string]string{"head": "192.168.200.12", "spark2": "10.1.230.181"},
+			path: `workers["spark2"].interface`, want: []string{"carries 192.168.200.13/24, not 10.1.230.181", "set node_ip"}},
+		{name: "the variable in env too", iface: "enp1s0f0np0", env: map[string]string{"GLOO_SOCKET_IFNAME": "enp1s0f1np1"}, reg: onFabric,
+			path: `env["GLOO_SOCKET_IFNAME"]`, want: []string{"Interface given twice", `workers["spark2"].interface sets "enp1s0f0np0"`, "Remove GLOO_SOCKET_IFNAME from env"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := worker(nil)
+			w.Facts.Interfaces[1].Name = "enp1s0f0np0"
+			w.Facts.Interfaces[1].Up = !c.down
+			w.Interface = c.iface
+			d := NodeInterfaces(c.env, []Node{head(""), w}, c.reg)
+			one(t, d, c.want...)
+			if d[0].Rule != D9 || d[0].Path.String() != c.path || d[0].Node != "spark2" {
+				t.Errorf("rule %s at %s on %s, want D9 at %s on spark2", d[0].Rule, d[0].Path, d[0].Node, c.path)
+			}
+		})
+	}
+}
+
+// The deployment's interface variable against the nodes' own ports:
+// RayExecutorV2 fills in only what a worker's environment lacks, so a node
+// that declares its interface keeps it; the legacy executor (0.17.0+)
+// copies NCCL_* over it, and the plan says so.
+func TestWorkerInterfacesAndTheNodesOwnPorts(t *testing.T) {
+	h := head("")
+	w := worker(nil)
+	w.Facts.Interfaces[1].Name = "enp1s0f0np0"
+	hosts := []ClusterNode{{Node: h, IP: "192.168.200.12"}, {Node: w, IP: "192.168.200.13"}}
+	env := map[string]string{"NCCL_SOCKET_IFNAME": "enp1s0f1np1"}
+	v2 := Executor{Version: "0.32.0", Name: ExecutorV2}
+	legacy := Executor{Version: "0.32.0", Name: ExecutorLegacy}
+	one(t, WorkerInterfaces(env, nil, v2, h, "192.168.200.12", hosts), `spark2 (10.1.230.181) has no interface "enp1s0f1np1"`, "passes this variable")
+	hosts[1].Interface = "enp1s0f0np0"
+	if d := WorkerInterfaces(env, nil, v2, h, "192.168.200.12", hosts); d != nil {
+		t.Fatalf("RayExecutorV2 keeps the worker's own interface, but: %+v", d)
+	}
+	one(t, WorkerInterfaces(env, nil, legacy, h, "192.168.200.12", hosts), "passes this variable",
+		`overrides the node's own interface ("enp1s0f0np0")`, "remove NCCL_SOCKET_IFNAME from the deployment's env")
+	// GLOO_* is not among the legacy executor's prefixes: not passed.
+	if d := WorkerInterfaces(map[string]string{"GLOO_SOCKET_IFNAME": "enp1s0f1np1"}, nil, legacy, h, "192.168.200.12", hosts); d != nil {
+		t.Fatalf("GLOO_SOCKET_IFNAME does not reach the legacy executor's workers, but: %+v", d)
+	}
+}

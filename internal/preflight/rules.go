@@ -59,7 +59,7 @@ var Rules = []struct {
 	{D6, "Ray versions differ across nodes, or Ray is missing on one"},
 	{D7, "Python versions differ across nodes, or Python is missing on one"},
 	{D8, "tensor × pipeline (× prefill context × data) parallel size exceeds the alive GPUs Ray registered, or the GPUs still free (the placement groups holding the others are named); on a first plan, the GPUs the cluster will register; the legacy executor's free GPU on the head"},
-	{D9, "an NCCL/GLOO/TP/UCX interface in `env` is missing on a node or does not carry its Ray address (the cluster's `env` on every node; the deployment's on the head, and on every node that will host a vLLM worker where the release passes the variable to workers)"},
+	{D9, "an NCCL/GLOO/TP/UCX interface in `env` is missing on a node or does not carry its Ray address (the cluster's `env` on every node; the deployment's on the head, and on every node that will host a vLLM worker where the release passes the variable to workers); a node's own `interface` (cluster) is missing there, down, or does not carry its Ray address, or is given again in `env`"},
 	{D10, "a cluster-wide `VLLM_HOST_IP` in `env` that cannot match every node's registered IP"},
 	{D11, "`vllm serve` would run outside the namespace or container the head's Ray runs in"},
 	{D12, "the GCS port is held by a foreign or stale Ray (this provider's own unfinished create is replaced instead, with a warning)"},

@@ -162,25 +162,48 @@ func csv(s string) []string {
 // Sparks cabled on different ports (enp1s0f0np0 on one, enp1s0f1np1 on the
 // other) otherwise pass the plan and fail at NCCL or Gloo init. The head is
 // checked for every variable (vllm serve's own process reads them).
+//
+// A worker node's own Ray environment is the cluster's env and, with the
+// node's declared interface, NodeInterfaceVars.
 func WorkerInterfaces(env, clusterEnv map[string]string, e Executor, head Node, headIP string, hosts []ClusterNode) []finding.Finding {
 	out := Interfaces(env, []Node{head}, map[string]string{head.Name: headIP})
-	passed := map[string]string{}
-	for _, v := range InterfaceVars {
-		if val, ok := env[v]; ok && reachesWorkers(v, env, clusterEnv, e) {
-			passed[v] = val
-		}
-	}
-	var others []Node
-	registered := map[string]string{}
 	for _, n := range hosts {
-		if n.Name != head.Name {
-			others = append(others, n.Node)
-			registered[n.Name] = n.IP
+		if n.Name == head.Name {
+			continue
+		}
+		own := ownEnv(clusterEnv, n.Node)
+		for _, v := range InterfaceVars {
+			if val, ok := env[v]; ok && reachesWorkers(v, env, own, e) {
+				out = append(out, passedInterface(v, val, e, n)...)
+			}
 		}
 	}
-	for _, d := range Interfaces(passed, others, registered) {
-		d.Detail += fmt.Sprintf("\nvLLM %s (%s) passes this variable from vllm serve's environment to its worker on %s.", e.Version, e.Name, d.Node)
-		out = append(out, d)
+	return out
+}
+
+// ownEnv is what a node's Ray environment sets: the cluster's env and, with
+// the node's declared interface, NodeInterfaceVars.
+func ownEnv(clusterEnv map[string]string, n Node) map[string]string {
+	if n.Interface == "" {
+		return clusterEnv
+	}
+	own := map[string]string{}
+	maps.Copy(own, clusterEnv)
+	for _, v := range NodeInterfaceVars {
+		own[v] = n.Interface
+	}
+	return own
+}
+
+// passedInterface checks one interface variable vLLM passes to its worker
+// on node n.
+func passedInterface(v, val string, e Executor, n ClusterNode) []finding.Finding {
+	out := Interfaces(map[string]string{v: val}, []Node{n.Node}, map[string]string{n.Name: n.IP})
+	for i := range out {
+		out[i].Detail += fmt.Sprintf("\nvLLM %s (%s) passes this variable from vllm serve's environment to its worker on %s.", e.Version, e.Name, n.Name)
+		if n.Interface != "" {
+			out[i].Detail += fmt.Sprintf(" There it overrides the node's own interface (%q): remove %s from the deployment's env.", n.Interface, v)
+		}
 	}
 	return out
 }

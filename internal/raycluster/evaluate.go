@@ -12,7 +12,7 @@ import (
 )
 
 func headNode(s Spec, hf nodefacts.Facts) preflight.Node {
-	return preflight.Node{Name: HeadName, Path: s.Head.Path, SSHHost: s.Head.Endpoint.Host, NodeIP: s.Head.NodeIP, NumGPUs: s.Head.NumGPUs, Facts: hf,
+	return preflight.Node{Name: HeadName, Path: s.Head.Path, SSHHost: s.Head.Endpoint.Host, NodeIP: s.Head.NodeIP, NumGPUs: s.Head.NumGPUs, Interface: s.Head.Interface, Facts: hf,
 		RayCommand: s.Runtime.Ray()}
 }
 
@@ -31,7 +31,7 @@ func Evaluate(s Spec, o PlanOptions, hf nodefacts.Facts, workerFacts map[string]
 		Known: o.Known, HeadRunning: o.HeadRunning, Replacing: o.Replacing, StartedBy: o.StartedBy}
 	for _, name := range s.WorkerNames() {
 		ws := s.Workers[name]
-		c.Workers = append(c.Workers, preflight.Node{Name: name, Path: ws.Path, SSHHost: ws.Endpoint.Host, NodeIP: ws.NodeIP, NumGPUs: ws.NumGPUs,
+		c.Workers = append(c.Workers, preflight.Node{Name: name, Path: ws.Path, SSHHost: ws.Endpoint.Host, NodeIP: ws.NodeIP, NumGPUs: ws.NumGPUs, Interface: ws.Interface,
 			Facts: workerFacts[name], RayCommand: s.Runtime.Ray()})
 	}
 	cp := preflight.CheckCluster(c)

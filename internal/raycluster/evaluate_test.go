@@ -132,6 +132,11 @@ func clusterRuleBreaks() []ruleBreak {
 		{"Interface named in env does not exist", func(s *Spec, _ *nodefacts.Facts, _ map[string]nodefacts.Facts) {
 			s.Env = map[string]string{"NCCL_SOCKET_IFNAME": "ib0"}
 		}},
+		{"Interface does not exist on its node", func(s *Spec, _ *nodefacts.Facts, _ map[string]nodefacts.Facts) {
+			w := s.Workers["spark2"]
+			w.Interface = "enp1s0f0np0"
+			s.Workers["spark2"] = w
+		}},
 		{"VLLM_HOST_IP in env does not match the nodes' Ray addresses", func(s *Spec, _ *nodefacts.Facts, _ map[string]nodefacts.Facts) {
 			s.Env = map[string]string{"VLLM_HOST_IP": "192.168.200.12"}
 		}},

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/finding"
+	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
@@ -60,7 +61,7 @@ func (m *Manager) prepare(ctx context.Context, s Spec, n NodeSpec, token string)
 // startRay runs the node's ray start, prepared.
 func (m *Manager) startRay(ctx context.Context, s Spec, n NodeSpec, headIP, registeredIP string) error {
 	m.forget()
-	o, step := startOptions(s, n, headIP, startEnv(s, registeredIP))
+	o, step := startOptions(s, n, headIP, startEnv(s, n, registeredIP))
 	argv, envFile, err := ray.StartCommand(o)
 	if err != nil {
 		return err
@@ -88,8 +89,15 @@ func (m *Manager) placeToken(ctx context.Context, s Spec, n NodeSpec, token stri
 }
 
 // startEnv is the environment a node's Ray starts with: the cluster's env,
-// its write-only secret env over it, the auth mode auth_mode says, and
-// VLLM_HOST_IP set to the address Ray registers unless env gives one.
+// its write-only secret env over it, the auth mode auth_mode says,
+// VLLM_HOST_IP set to the address Ray registers unless env gives one, and
+// the node's own interface as NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME.
+//
+// The interface goes into the raylet's environment, which every Ray worker
+// process on the node inherits: vLLM's RayExecutorV2 only fills in the
+// driver's variables a worker lacks (os.environ.setdefault,
+// vllm/v1/executor/ray_executor_v2.py, 0.32.0), so each node keeps its own
+// port name. The plan refuses the same variables in env beside it (D9).
 //
 // The auth mode is set either way. Ray 2.60's `ray start --head` with
 // RAY_AUTH_MODE unset turns token authentication on when
@@ -101,7 +109,7 @@ func (m *Manager) placeToken(ctx context.Context, s Spec, n NodeSpec, token stri
 // without authentication. "disabled" is the default of every release
 // that reads the variable (AUTH_MODE in src/ray/common/ray_config_def.h,
 // 2.52.1), so saying it changes nothing there.
-func startEnv(s Spec, registeredIP string) map[string]string {
+func startEnv(s Spec, n NodeSpec, registeredIP string) map[string]string {
 	env := map[string]string{}
 	for k, v := range s.Env {
 		env[k] = v
@@ -115,6 +123,11 @@ func startEnv(s Spec, registeredIP string) map[string]string {
 	}
 	if _, given := env["VLLM_HOST_IP"]; !given && registeredIP != "" {
 		env["VLLM_HOST_IP"] = registeredIP
+	}
+	if n.Interface != "" {
+		for _, v := range preflight.NodeInterfaceVars {
+			env[v] = n.Interface
+		}
 	}
 	return env
 }

@@ -11,6 +11,7 @@ func TestStartEnv(t *testing.T) {
 	for _, c := range []struct {
 		name         string
 		s            Spec
+		node         NodeSpec
 		registeredIP string
 		want         map[string]string
 	}{
@@ -27,12 +28,17 @@ func TestStartEnv(t *testing.T) {
 			want: map[string]string{"RAY_AUTH_MODE": "token"}},
 		// Declared without authentication, said so: Ray 2.60's head would
 		// otherwise turn token mode on over a leftover ~/.ray/auth_token.
+		// Each node names its own fabric port.
+		{name: "the node's interface", node: NodeSpec{Name: "spark2", Interface: "enp1s0f1np1"}, registeredIP: "192.168.200.13",
+			s: Spec{Env: map[string]string{"A": "1"}},
+			want: map[string]string{"A": "1", "VLLM_HOST_IP": "192.168.200.13", "RAY_AUTH_MODE": "disabled",
+				"NCCL_SOCKET_IFNAME": "enp1s0f1np1", "GLOO_SOCKET_IFNAME": "enp1s0f1np1"}},
 		{name: "authentication disabled", s: Spec{Env: map[string]string{"RAY_AUTH_MODE": "token"}},
 			want: map[string]string{"RAY_AUTH_MODE": "disabled"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := maps.Clone(c.s.Env)
-			got := startEnv(c.s, c.registeredIP)
+			got := startEnv(c.s, c.node, c.registeredIP)
 			if !maps.Equal(got, c.want) {
 				t.Fatalf("env = %v, want %v", got, c.want)
 			}

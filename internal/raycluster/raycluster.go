@@ -41,6 +41,9 @@ type NodeSpec struct {
 	NumGPUs   *int64
 	Resources map[string]float64
 	Labels    map[string]string
+	// Interface is the node's own fabric port: its Ray gets it as
+	// NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME ("" leaves them to env).
+	Interface string
 }
 
 // Spec is the whole planned cluster.

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 )
 
@@ -54,6 +55,10 @@ func replaceUnlessImported(ctx context.Context, stateNull bool, private privateS
 }
 
 func replaceObjectUnlessImported(ctx context.Context, req planmodifier.ObjectRequest, resp *objectplanmodifier.RequiresReplaceIfFuncResponse) {
+	resp.RequiresReplace = replaceUnlessImported(ctx, req.StateValue.IsNull(), req.Private)
+}
+
+func replaceStringUnlessImported(ctx context.Context, req planmodifier.StringRequest, resp *stringplanmodifier.RequiresReplaceIfFuncResponse) {
 	resp.RequiresReplace = replaceUnlessImported(ctx, req.StateValue.IsNull(), req.Private)
 }
 

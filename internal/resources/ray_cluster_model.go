@@ -40,6 +40,7 @@ type rayNodeModel struct {
 	NumGPUs      types.Int64  `tfsdk:"num_gpus"`
 	Resources    types.Map    `tfsdk:"resources"`
 	Labels       types.Map    `tfsdk:"labels"`
+	Interface    types.String `tfsdk:"interface"`
 	RegisteredIP types.String `tfsdk:"registered_ip"`
 	NodeID       types.String `tfsdk:"node_id"`
 	Alive        types.Bool   `tfsdk:"alive"`
@@ -57,7 +58,7 @@ func (m *clusterModel) hasUnknown() bool {
 	}
 	for _, n := range nodes {
 		if n == nil || n.SSHHost.IsUnknown() || n.SSHPort.IsUnknown() || n.SSHUser.IsUnknown() || n.HostKey.IsUnknown() ||
-			n.NodeIP.IsUnknown() || n.Resources.IsUnknown() || n.Labels.IsUnknown() {
+			n.NodeIP.IsUnknown() || n.Resources.IsUnknown() || n.Labels.IsUnknown() || n.Interface.IsUnknown() {
 			return true
 		}
 	}
@@ -69,7 +70,7 @@ func (m *clusterModel) hasUnknown() bool {
 
 func (n *rayNodeModel) spec(ctx context.Context, name string, p finding.Path) (raycluster.NodeSpec, diag.Diagnostics) {
 	var diags diag.Diagnostics
-	s := raycluster.NodeSpec{Name: name, Path: p, Endpoint: n.Endpoint(), NodeIP: n.NodeIP.ValueString()}
+	s := raycluster.NodeSpec{Name: name, Path: p, Endpoint: n.Endpoint(), NodeIP: n.NodeIP.ValueString(), Interface: n.Interface.ValueString()}
 	if !n.NumGPUs.IsNull() && !n.NumGPUs.IsUnknown() {
 		v := n.NumGPUs.ValueInt64()
 		s.NumGPUs = &v

@@ -353,6 +353,6 @@ func sameEndpoint(a, b *rayNodeModel) bool {
 // machine, and Ray runs as the SSH user (the old one stops it, the new one
 // starts it). host_key only checks the node.
 func sameNode(a, b *rayNodeModel) bool {
-	return sameEndpoint(a, b) && sameNodeIP(a, b) &&
+	return sameEndpoint(a, b) && sameNodeIP(a, b) && a.Interface.Equal(b.Interface) &&
 		(b.NumGPUs.IsUnknown() || a.NumGPUs.Equal(b.NumGPUs)) && sameCustom(a, b)
 }

@@ -44,9 +44,12 @@ func nodeAttributes(head bool) map[string]schema.Attribute {
 	}
 	headReplaceInt := []planmodifier.Int64{}
 	headReplaceMap := []planmodifier.Map{}
+	headReplaceString := []planmodifier.String{}
 	if head {
 		headReplaceInt = append(headReplaceInt, int64planmodifier.RequiresReplaceIfConfigured())
 		headReplaceMap = append(headReplaceMap, mapplanmodifier.RequiresReplaceIfConfigured())
+		headReplaceString = append(headReplaceString, stringplanmodifier.RequiresReplaceIf(replaceStringUnlessImported,
+			"Replaces the cluster when changed.", "Replaces the cluster when changed."))
 	}
 	attrs := schemaparts.NodeAccessResourceAttributes("", replace(""), head)
 	for k, a := range map[string]schema.Attribute{
@@ -64,6 +67,13 @@ func nodeAttributes(head bool) map[string]schema.Attribute {
 		"labels": schema.MapAttribute{Optional: true, Computed: true, ElementType: types.StringType, PlanModifiers: headReplaceMap,
 			Validators:          []validator.Map{schemaparts.RayLabels},
 			MarkdownDescription: replace("Ray node labels (`--labels`), keys and values in the form `ray start` accepts; `ray.io/` keys are Ray's own.")},
+		"interface": schema.StringAttribute{Optional: true, PlanModifiers: headReplaceString,
+			Validators: []validator.String{schemaparts.InterfaceName},
+			MarkdownDescription: replace("This node's fabric port (e.g. `enp1s0f1np1`), given to its Ray as `NCCL_SOCKET_IFNAME` and " +
+				"`GLOO_SOCKET_IFNAME`: two Sparks cabled on different ports name them differently, and one value in `env` cannot " +
+				"fit both. vLLM's worker actors on the node inherit it; RayExecutorV2 does not overwrite it with vllm serve's " +
+				"(it fills in only what a worker lacks). Checked at plan: it must exist on the node, be up and carry the address " +
+				"Ray registers for it. Not with the same variables in `env`.")},
 		"registered_ip": schema.StringAttribute{Computed: true,
 			MarkdownDescription: "The IP Ray registered for this node (`NodeManagerAddress`, resource `node:<ip>`). Planned as a known " +
 				"value: `node_ip`, else Ray's own detection run on the node."},

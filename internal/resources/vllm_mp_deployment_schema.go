@@ -29,7 +29,7 @@ func mpNodeAttributes() map[string]schema.Attribute {
 	attrs["node_ip"] = schema.StringAttribute{Required: true, Validators: []validator.String{nodeIPValidator},
 		MarkdownDescription: "The address this node uses on the fabric, set as its `VLLM_HOST_IP`: the address its ranks announce to the " +
 			"others. Must be bound on the node." + restart}
-	attrs["interface"] = schema.StringAttribute{Optional: true,
+	attrs["interface"] = schema.StringAttribute{Optional: true, Validators: []validator.String{schemaparts.InterfaceName},
 		MarkdownDescription: "This node's fabric interface (e.g. `enp1s0f0np0`), set as `GLOO_SOCKET_IFNAME` and `NCCL_SOCKET_IFNAME` on " +
 			"this node only: two Sparks cabled on different ports name them differently. Checked at plan: it must exist, be up and " +
 			"carry `node_ip`." + restart}

@@ -145,6 +145,8 @@ var (
 	Address       = Checked("Invalid address", "a literal IP address, or localhost", inputs.Address)
 	Image         = Checked("Invalid image", "a container image reference", inputs.Image)
 	ContainerName = Checked("Invalid container name", "a docker container name", inputs.ContainerName)
+	// InterfaceName checks one network interface's name.
+	InterfaceName = Checked("Invalid interface", "a network interface name", inputs.InterfaceName)
 	ShmSize       = Checked("Invalid shm_size", `a size such as "10g"`, inputs.ShmSize)
 	GPUs          = Checked("Invalid gpus", `"all", a count, "device=...", or ""`, inputs.GPUs)
 	APIKey        = Checked("Invalid API key", "a non-empty key on one line", inputs.APIKey)
