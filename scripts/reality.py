@@ -31,6 +31,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORK = os.path.join(ROOT, ".reality")
 PORT = 8011
 ENV_LINK = "/opt/reality-env"  # a per-node symlink to one of the lab's environments
+# Ray 2.60 with the lab's vLLM: the lab's second Ray release has no vLLM
+# (lab.json second_ray), so a row on it runs from a virtual environment
+# whose path lists Ray 2.60's packages first and then the first
+# environment's (vLLM 0.32.0, torch): Ray is 2.60.0 there, in the driver
+# and in every Ray worker, and vLLM is the lab's.
+RAY_NEXT_ENV = "/opt/reality-ray-next"
 # The nodes have no curl: a request through their Python prints the status
 # (GET), or the body (POST, when a body is given).
 HTTP = ("python3 -c 'import sys, urllib.request as u\n"
@@ -68,12 +74,35 @@ class Lab:
 
 def commands(lab, row):
     """Ray, vLLM and the model of the row's release: the lab's first
-    environment, or with "second" its second (vLLM 0.11.0)."""
+    environment, or with "second" its second (vLLM 0.11.0), or with
+    "ray_next" the first's vLLM on Ray 2.60 (RAY_NEXT_ENV)."""
     e = lab.f["second_vllm"] if row.get("second") else lab.head
     ray_cmd, vllm_cmd = e["ray_command"], e["vllm_command"]
+    version = e.get("vllm_version") or lab.f["vllm_version"]
     if row.get("env_link"):  # each node's own environment behind one path
         ray_cmd, vllm_cmd = ENV_LINK + "/bin/ray", ENV_LINK + "/bin/vllm"
-    return ray_cmd, vllm_cmd, e["model_path"], e.get("vllm_version") or lab.f["vllm_version"]
+    if row.get("ray_next"):
+        ray_cmd, vllm_cmd = RAY_NEXT_ENV + "/bin/ray", RAY_NEXT_ENV + "/bin/vllm"
+        version += " on Ray " + lab.f["second_ray"]["ray_version"]
+    return ray_cmd, vllm_cmd, e["model_path"], version
+
+
+def make_ray_next_env(lab, node):
+    """RAY_NEXT_ENV on a node, as root, readable by every user: a virtual
+    environment of the nodes' Python whose .pth files add Ray 2.60's
+    site-packages, then the first environment's; `ray` and `vllm` are the
+    console scripts pip would write there."""
+    py = lab.f["python_version"].rsplit(".", 1)[0]
+    nxt = os.path.dirname(os.path.dirname(lab.f["second_ray"]["python_command"]))
+    first = os.path.dirname(os.path.dirname(lab.head["python_command"]))
+    script = "#!{d}/bin/python\nimport sys\nfrom {mod} import main\nsys.exit(main())\n"
+    lab.root(node, f"""set -e; d={RAY_NEXT_ENV}; rm -rf $d; /usr/bin/python{py} -m venv --without-pip $d
+sp=$d/lib/python{py}/site-packages
+echo {nxt}/lib/python{py}/site-packages > $sp/00-ray-next.pth
+echo {first}/lib/python{py}/site-packages > $sp/01-first-env.pth
+printf '{script.format(d=RAY_NEXT_ENV, mod="ray.scripts.scripts")}' > $d/bin/ray
+printf '{script.format(d=RAY_NEXT_ENV, mod="vllm.entrypoints.cli.main")}' > $d/bin/vllm
+chmod -R a+rX $d; chmod 755 $d/bin/ray $d/bin/vllm""")
 
 
 def row_env(lab, row):
@@ -339,6 +368,12 @@ ROWS = [
      "ray_port": 6390, "bound": 150},
     {"name": "model-missing-on-worker", "what": "TP=2, the model copied by hand to the head only",
      "tp": 2, "model": "/tmp/reality-model", "copy_model": "head", "bound": 150},
+    # The lab's vLLM on Ray 2.60.0 (RAY_NEXT_ENV): the field report, and a
+    # clean TP=2 across both nodes.
+    {"name": "ray260-field-report", "ray_next": True, "what": "Ray 2.60.0: legacy executor, VLLM_HOST_IP = head's fabric, Ray registered external (the field report)",
+     "env": {"VLLM_USE_RAY_V2_EXECUTOR_BACKEND": "0"}, "host_ip": lambda l: l.head["fabric_ip"], "bound": 60},
+    {"name": "ray260-clean", "ray_next": True, "what": "Ray 2.60.0: default executor (RayExecutorV2), TP=2 across both nodes, VLLM_HOST_IP left to Ray",
+     "tp": 2, "bound": 150},
     # vLLM's own multi-node mode, no Ray (spark_vllm_mp_deployment): rank 0
     # on the head, rank 1 --headless on the worker, TP=2 across them.
     {"name": "mp-clean", "mode": "mp", "what": "no Ray: TP=2 over the fabric, master_addr = rank 0's fabric address, each node's own interface",
@@ -385,6 +420,10 @@ def main():
                 rename = "ip link set {0} down && ip link set {0} name {1} && ip link set {1} up"
                 lab.root(lab.worker, rename.format(old, new))
                 undo.append(lambda: lab.root(lab.worker, rename.format(new, old)))
+            if row.get("ray_next"):
+                for n in (lab.head, lab.worker):
+                    make_ray_next_env(lab, n)
+                undo.append(lambda: [lab.root(n, f"rm -rf {RAY_NEXT_ENV}") for n in (lab.head, lab.worker)])
             if row.get("env_link"):
                 for n, target in ((lab.head, "/opt/ray"), (lab.worker, "/opt/vllm-0.11")):
                     lab.root(n, f"ln -sfn {target} {ENV_LINK}")
