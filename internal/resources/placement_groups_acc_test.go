@@ -15,6 +15,7 @@ import (
 
 	"github.com/lab-infra/terraform-provider-spark/internal/acctest"
 	"github.com/lab-infra/terraform-provider-spark/internal/lab"
+	"github.com/lab-infra/terraform-provider-spark/internal/nodeexec"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
@@ -45,6 +46,9 @@ func TestAccRayCluster_placementGroupsRead(t *testing.T) {
 	head, w := l.Nodes[0], l.Nodes[1]
 	gcs := net.JoinHostPort(head.ExternalIP, "6379")
 	cluster := rayCluster{workers: map[string]string{w.Name: ""}, extra: []string{`auth_mode = "disabled"`}}.config(l)
+	// Both readers ask the cluster's own Ray (Ray's Python client is the
+	// release's own: the lab's other release would read another table).
+	rt := raycluster.Spec{Runtime: nodeexec.Runtime{RayCommand: head.RayCommand}}
 	stopHolder := func() {
 		_, _ = lab.ExecAs(context.Background(), head, l.SSHUser, "sh", "-c", "pkill -f '[s]park-pg-holder' ; true")
 	}
@@ -58,7 +62,7 @@ func TestAccRayCluster_placementGroupsRead(t *testing.T) {
 				Config: cluster,
 				Check: resource.ComposeTestCheckFunc(
 					func(*terraform.State) error { return holdGPU(l, head, gcs) },
-					gcsReadersAgree(l, raycluster.Spec{}, "spark-pg-holder"),
+					gcsReadersAgree(l, rt, "spark-pg-holder"),
 				),
 			},
 			{
@@ -80,8 +84,8 @@ func TestAccRayCluster_placementGroupsRead(t *testing.T) {
 				},
 				Config: cluster,
 				Check: resource.ComposeTestCheckFunc(
-					func(*terraform.State) error { return groupRemoved(l, gcs) },
-					gcsReadersAgree(l, raycluster.Spec{}, ""),
+					func(*terraform.State) error { return groupRemoved(l, rt, gcs) },
+					gcsReadersAgree(l, rt, ""),
 				),
 			},
 		},
@@ -103,14 +107,14 @@ cat /tmp/spark-pg-holder.log; exit 1`
 
 // groupRemoved waits (bounded) until the GCS has every placement group the
 // holder made as removed, holding no GPU the plan would count.
-func groupRemoved(l *lab.File, gcs string) error {
+func groupRemoved(l *lab.File, spec raycluster.Spec, gcs string) error {
 	pool, err := transport.NewPool(transport.Config{User: l.SSHUser, PrivateKeyFile: l.PrivateKeyFile, KnownHostsFile: l.KnownHostsFile})
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
 	m := raycluster.NewManager(pool)
-	spec := raycluster.Spec{Head: raycluster.NodeSpec{Endpoint: transport.Endpoint{Host: l.Nodes[0].SSHHost, Port: l.Nodes[0].SSHPort}}}
+	spec.Head.Endpoint = transport.Endpoint{Host: l.Nodes[0].SSHHost, Port: l.Nodes[0].SSHPort}
 	var t ray.Table
 	for range 30 {
 		if t, err = m.TableOverGRPC(context.Background(), spec, gcs); err == nil &&
