@@ -87,6 +87,30 @@ def commands(lab, row):
     return ray_cmd, vllm_cmd, e["model_path"], version
 
 
+def start_ray_by_hand(lab, row):
+    """Ray started by hand as the lab's user, the way an operator starts a
+    token-authenticated cluster: one random token in ~/.ray/auth_token on
+    both nodes, RAY_AUTH_MODE=token, each node's address left to Ray. The
+    token travels on docker exec's stdin, never in an argv or a log."""
+    ray_cmd = commands(lab, row)[0]
+    token = os.urandom(32).hex()
+    put = 'umask 077 && mkdir -p "$HOME/.ray" && cat > "$HOME/.ray/auth_token"'
+    for n in (lab.head, lab.worker):
+        subprocess.run(["docker", "exec", "-i", "-u", lab.f["ssh_user"], n["container"], "sh", "-c",
+                        'HOME=$(getent passwd "$(id -un)" | cut -d: -f6); ' + put], input=token, text=True, check=True)
+    start = f"cd /tmp && RAY_AUTH_MODE=token {ray_cmd} start --num-gpus 1 --disable-usage-stats "
+    for n, args in ((lab.head, "--head --port 6379"), (lab.worker, f"--address {lab.head['external_ip']}:6379")):
+        r = lab.user(n, start + args, timeout=120)
+        if r.returncode != 0:
+            raise RuntimeError(f"ray start by hand on {n['name']}: {r.stdout[-400:]}")
+
+
+def stop_ray_by_hand(lab, row):
+    ray_cmd = commands(lab, row)[0]
+    for n in (lab.worker, lab.head):
+        lab.user(n, f'RAY_AUTH_MODE=token {ray_cmd} stop --force >/dev/null 2>&1; rm -f "$HOME/.ray/auth_token"', timeout=120)
+
+
 def make_ray_next_env(lab, node):
     """RAY_NEXT_ENV on a node, as root, readable by every user: a virtual
     environment of the nodes' Python whose .pth files add Ray 2.60's
@@ -95,7 +119,9 @@ def make_ray_next_env(lab, node):
     py = lab.f["python_version"].rsplit(".", 1)[0]
     nxt = os.path.dirname(os.path.dirname(lab.f["second_ray"]["python_command"]))
     first = os.path.dirname(os.path.dirname(lab.head["python_command"]))
-    script = "#!{d}/bin/python\nimport sys\nfrom {mod} import main\nsys.exit(main())\n"
+    # As pip writes them: the guard matters, vLLM starts its engine with
+    # multiprocessing's spawn, which imports the main module again.
+    script = "#!{d}/bin/python\nimport sys\nfrom {mod} import main\nif __name__ == \"__main__\":\n    sys.exit(main())\n"
     lab.root(node, f"""set -e; d={RAY_NEXT_ENV}; rm -rf $d; /usr/bin/python{py} -m venv --without-pip $d
 sp=$d/lib/python{py}/site-packages
 echo {nxt}/lib/python{py}/site-packages > $sp/00-ray-next.pth
@@ -146,6 +172,11 @@ def config(lab, row):
     ray_address = f'"{h["external_ip"]}:{row["ray_port"]}"' if row.get("ray_port") else "spark_ray_cluster.lab.head_address"
     extra = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager", *row.get("args", [])]
     host_ip = f'"{row["host_ip"](lab)}"' if row.get("host_ip") else "null"
+    # A cluster started by hand with token authentication is adopted with an
+    # import block, its authentication as it runs; the others run without.
+    auth = "" if row.get("hand_started") else 'auth_mode = "disabled"'
+    adopt = (f'\nimport {{\n  to = spark_ray_cluster.lab\n  id = "{h["ssh_host"]},{w["name"]}={w["ssh_host"]}"\n}}'
+             if row.get("hand_started") else "")
     return provider_block(f) + f'''
 resource "spark_ray_cluster" "lab" {{
   head = {{
@@ -159,8 +190,8 @@ resource "spark_ray_cluster" "lab" {{
     }}
   }}
   runtime   = {{ host = {{ ray_command = "{ray_cmd}" }} }}
-  auth_mode = "disabled"
-}}
+  {auth}
+}}{adopt}
 resource "spark_vllm_deployment" "tiny" {{
   head                 = {{ ssh_host = spark_ray_cluster.lab.head.ssh_host }}
   runtime              = spark_ray_cluster.lab.runtime
@@ -283,7 +314,8 @@ def plan_verdict(tf, rc_file, d):
 def serve_by_hand(lab, row, head_ip):
     """vllm serve with what the deployment would give it; what it does."""
     h = lab.head
-    env = {"RAY_ADDRESS": f"{head_ip}:{row.get('ray_port', 6379)}", "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", **row_env(lab, row)}
+    env = {"RAY_ADDRESS": f"{head_ip}:{row.get('ray_port', 6379)}", "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", **row_env(lab, row),
+           **row.get("by_hand_env", {})}
     if row.get("host_ip"):
         env["VLLM_HOST_IP"] = row["host_ip"](lab)
     _, vllm_cmd, model, _ = commands(lab, row)
@@ -374,6 +406,9 @@ ROWS = [
      "env": {"VLLM_USE_RAY_V2_EXECUTOR_BACKEND": "0"}, "host_ip": lambda l: l.head["fabric_ip"], "bound": 60},
     {"name": "ray260-clean", "ray_next": True, "what": "Ray 2.60.0: default executor (RayExecutorV2), TP=2 across both nodes, VLLM_HOST_IP left to Ray",
      "tp": 2, "bound": 150},
+    {"name": "ray260-token-imported", "ray_next": True, "hand_started": True,
+     "what": "Ray 2.60.0 started by hand with token authentication (RAY_AUTH_MODE=token, one ~/.ray/auth_token on both nodes), adopted by an import block, TP=2",
+     "tp": 2, "by_hand_env": {"RAY_AUTH_MODE": "token"}, "bound": 150},
     # vLLM's own multi-node mode, no Ray (spark_vllm_mp_deployment): rank 0
     # on the head, rank 1 --headless on the worker, TP=2 across them.
     {"name": "mp-clean", "mode": "mp", "what": "no Ray: TP=2 over the fabric, master_addr = rank 0's fabric address, each node's own interface",
@@ -424,6 +459,9 @@ def main():
                 for n in (lab.head, lab.worker):
                     make_ray_next_env(lab, n)
                 undo.append(lambda: [lab.root(n, f"rm -rf {RAY_NEXT_ENV}") for n in (lab.head, lab.worker)])
+            if row.get("hand_started"):
+                undo.insert(0, lambda: stop_ray_by_hand(lab, row))  # before its environment goes
+                start_ray_by_hand(lab, row)
             if row.get("env_link"):
                 for n, target in ((lab.head, "/opt/ray"), (lab.worker, "/opt/vllm-0.11")):
                     lab.root(n, f"ln -sfn {target} {ENV_LINK}")
