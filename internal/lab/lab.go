@@ -604,13 +604,24 @@ func Connect(ctx context.Context, n Node, network string) error {
 // network and put it back (Docker 20.10 cannot be told the name); a test
 // that names the port asks for it, as an operator reads it off the box.
 func FabricInterface(ctx context.Context, n Node) (string, error) {
-	out, err := docker(ctx, nil, "exec", n.Container, "ip", "-o", "-4", "addr", "show", "to", n.FabricIP)
+	return portWith(ctx, n, "fabric", n.FabricIP)
+}
+
+// ExternalInterface is the name of node n's external port, read as
+// FabricInterface reads the fabric's.
+func ExternalInterface(ctx context.Context, n Node) (string, error) {
+	return portWith(ctx, n, "external", n.ExternalIP)
+}
+
+// portWith is the name of the node's port that carries ip.
+func portWith(ctx context.Context, n Node, network, ip string) (string, error) {
+	out, err := docker(ctx, nil, "exec", n.Container, "ip", "-o", "-4", "addr", "show", "to", ip)
 	if err != nil {
-		return "", fmt.Errorf("find node %s's fabric port: %w", n.Name, err)
+		return "", fmt.Errorf("find node %s's %s port: %w", n.Name, network, err)
 	}
 	f := strings.Fields(out)
 	if len(f) < 2 {
-		return "", fmt.Errorf("node %s has no port with its fabric address %s", n.Name, n.FabricIP)
+		return "", fmt.Errorf("node %s has no port with its %s address %s", n.Name, network, ip)
 	}
 	return strings.TrimSuffix(strings.SplitN(f[1], "@", 2)[0], ":"), nil
 }

@@ -95,8 +95,41 @@ func TestAccRayCluster_planErrors(t *testing.T) {
 				Config:      rayCluster{headIP: head.FabricIP, workers: map[string]string{w.Name: ""}, extra: []string{`env = { GLOO_SOCKET_IFNAME = "eth0" }`}}.config(l),
 				ExpectError: regexp.MustCompile(`(?s)does not carry the node's Ray address.*` + regexp.QuoteMeta(head.FabricIP)),
 			},
+			resource.TestStep{
+				// The worker's own interface names its external port: it does not carry its fabric address.
+				Config: rayCluster{headIP: head.FabricIP, workers: map[string]string{w.Name: w.FabricIP},
+					workerLines: []string{fmt.Sprintf("interface = %q", externalPort(t, w))}}.config(l),
+				ExpectError: regexp.MustCompile(`(?s)Interface does not carry the node's Ray address.*interface = "` + externalPort(t, w) + `".*` + w.Name +
+					`.*not\s+` + regexp.QuoteMeta(w.FabricIP)),
+			},
+			resource.TestStep{
+				// The head's own interface, and the same variable in env.
+				Config: rayCluster{headIP: head.FabricIP, headLines: []string{fmt.Sprintf("interface = %q", fabricPort(t, head))},
+					extra: []string{fmt.Sprintf("env = { GLOO_SOCKET_IFNAME = %q }", fabricPort(t, head))}}.config(l),
+				ExpectError: regexp.MustCompile(`(?s)Interface given twice.*head\.interface sets "` + fabricPort(t, head) + `".*Remove\s+GLOO_SOCKET_IFNAME\s+from\s+env`),
+			},
 		), r.done()),
 	})
+}
+
+// externalPort and fabricPort are the node's ports by what they carry
+// (their names change once a fault test has detached and reattached them).
+func externalPort(t *testing.T, n lab.Node) string {
+	t.Helper()
+	name, err := lab.ExternalInterface(context.Background(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func fabricPort(t *testing.T, n lab.Node) string {
+	t.Helper()
+	name, err := lab.FabricInterface(context.Background(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name
 }
 
 // skewRayVersion gives the worker a `ray` whose interpreter reports
