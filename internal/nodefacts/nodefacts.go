@@ -25,8 +25,10 @@ import (
 // command (default "vllm"), asked for its version when Ray's Python has no
 // vllm distribution; $7 "python" reads what Python knows with Python even
 // where the files say it (the lab's differential test); $8 "docker" reads
-// the Docker client's version too (ReadDocker). Every probe tolerates
-// absence: a box without Ray or GPUs is still described.
+// the Docker client's version too (ReadDocker); $9 addresses (space-
+// separated) whose routes to look up too (the head's routes to its workers),
+// optional. Every probe tolerates absence: a box without Ray or GPUs is
+// still described.
 //
 // The default-route address is read with `ip route get`, a routing-table
 // lookup: no packet leaves the node, exactly as Ray's and vLLM's own
@@ -41,6 +43,7 @@ echo @@interfaces; ip -j addr show 2>/dev/null
 echo @@route; ip -j -4 route get 8.8.8.8 2>/dev/null
 echo @@gpus; if command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi -L 2>/dev/null | grep -c '^GPU'; else echo none; fi
 if [ -n "${3:-}" ]; then echo @@route_to; ip -j -4 route get "$3" 2>/dev/null; fi
+for a in ${9:-}; do echo "@@peer_route=$a"; ip -j -4 route get "$a" 2>/dev/null; done
 if [ -n "${4:-}" ]; then echo @@listeners; ss -Hltnp "sport = :$4" 2>/dev/null; fi
 pyver= rayver= vllmver= vllmexec= tcp=
 ` + filesScript + `
@@ -124,10 +127,13 @@ type Facts struct {
 	Interfaces     []Interface
 	DefaultRouteIP string // "" when the node has no default route
 	GPUCount       int
-	HasNvidiaSMI   bool     // GPUCount is only meaningful when true
-	RouteTo        *Route   // route to the address given as $3; nil when not asked or no route
-	Listeners      []string // processes listening on the port given as $4 (e.g. "gcs_server")
-	TCP            string   // "open", "closed …", "timeout" for the ip:port given as $5
+	HasNvidiaSMI   bool   // GPUCount is only meaningful when true
+	RouteTo        *Route // route to the address given as $3; nil when not asked or no route
+	// PeerRoutes are the routes to the addresses given as $9: an address
+	// asked for and unreachable maps to nil; one not asked for is absent.
+	PeerRoutes map[string]*Route
+	Listeners  []string // processes listening on the port given as $4 (e.g. "gcs_server")
+	TCP        string   // "open", "closed …", "timeout" for the ip:port given as $5
 	// ReadFromFiles: what Python knows (its version, Ray's and vLLM's, the
 	// executor, the TCP probe) was read from the files, no Python started
 	// (filesScript).
@@ -223,6 +229,18 @@ func Parse(out string) (Facts, error) {
 	}
 	if f.RouteTo, err = parseRouteTo(s["route_to"]); err != nil {
 		return Facts{}, err
+	}
+	for name, raw := range s {
+		if addr, ok := strings.CutPrefix(name, "peer_route="); ok {
+			r, err := parseRouteTo(raw)
+			if err != nil {
+				return Facts{}, fmt.Errorf("route to %s: %w", addr, err)
+			}
+			if f.PeerRoutes == nil {
+				f.PeerRoutes = map[string]*Route{}
+			}
+			f.PeerRoutes[addr] = r
+		}
 	}
 	f.Listeners = listeners(s["listeners"])
 	f.TCP = s["tcp"]

@@ -208,6 +208,45 @@ func TestParseClusterProbes(t *testing.T) {
 	}
 }
 
+// The head's routes to its workers ($9): one section per address asked
+// for, nil for an address the kernel has no route to, nothing for one not
+// asked for. The script itself runs here, on this machine's own routes.
+func TestPeerRoutes(t *testing.T) {
+	out := "@@interfaces\n[]\n@@gpus\nnone\n" +
+		"@@peer_route=192.168.200.13\n[{\"dst\":\"192.168.200.13\",\"dev\":\"enp1s0f1np1\",\"prefsrc\":\"192.168.200.12\"}]\n" +
+		"@@peer_route=10.9.0.7\n[{\"dst\":\"10.9.0.7\",\"gateway\":\"10.1.0.1\",\"dev\":\"enP7s7\",\"prefsrc\":\"10.1.230.180\"}]\n" +
+		"@@peer_route=172.31.0.9\n@@end\n"
+	f, err := Parse(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := f.PeerRoutes["192.168.200.13"]; r == nil || r.Gateway != "" || r.Dev != "enp1s0f1np1" {
+		t.Errorf("direct route: %+v", r)
+	}
+	if r := f.PeerRoutes["10.9.0.7"]; r == nil || r.Gateway != "10.1.0.1" {
+		t.Errorf("route through a gateway: %+v", r)
+	}
+	if r, asked := f.PeerRoutes["172.31.0.9"]; !asked || r != nil {
+		t.Errorf("no route: %+v (asked: %v)", r, asked)
+	}
+	if len(f.PeerRoutes) != 3 {
+		t.Errorf("routes read: %v", f.PeerRoutes)
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("no iproute2 on this machine to run the script's lookups")
+	}
+	got, err := exec.Command("/bin/sh", "-c", Script, "sh", "ray", "", "", "", "", "", "", "", "127.0.0.1").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err = Parse(string(got)); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.PeerRoutes["127.0.0.1"]; r == nil || r.Dev != "lo" || len(f.PeerRoutes) != 1 {
+		t.Errorf("the script's route to 127.0.0.1: %+v (%v)", r, f.PeerRoutes)
+	}
+}
+
 // TestScriptReadsVLLMExecutorFromSource runs the script's source reading
 // against vLLM packages laid out as the releases ship them (the envs.py
 // entry is written exactly as vLLM 0.20.0 and 0.21.0-0.32.0 write it,

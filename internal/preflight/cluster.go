@@ -99,6 +99,7 @@ func checkWorker(c Cluster, w Node, headIP string, registered map[string]string)
 	found = append(found, addressBound(w, c.Known)...)
 	found = append(found, GPUs(w)...)
 	reach := WorkerReachesHead(w, headIP, c.GCSPort)
+	reach = append(reach, HeadReachesWorker(c.Head, w, ip)...)
 	if running && c.HeadRunning {
 		for i := range reach {
 			reach[i].Now = true // a running worker cut off from its running head

@@ -148,6 +148,38 @@ func WorkerReachesHead(w Node, headIP string, gcsPort int) []finding.Finding {
 	return nil
 }
 
+// HeadReachesWorker (D5): the head must reach the address a worker
+// registers. Ray's GCS checks each raylet's health there and marks a node
+// it cannot reach dead (GcsHealthCheckManager, src/ray/gcs/
+// gcs_health_check_manager.cc, 2.52.1), and vLLM's RayExecutorV2 binds
+// each worker's message queues on that address, which the head connects to
+// (vllm/v1/executor/ray_executor_v2.py, 0.32.0). Checked where the head's
+// route to it was read (the worker's address known before the plan read
+// the nodes: its node_ip, or what it registered); a route through a
+// gateway serves, off the fabric, and is a warning.
+func HeadReachesWorker(head, w Node, ip string) []finding.Finding {
+	r, asked := head.Facts.PeerRoutes[ip]
+	switch {
+	case !asked || ip == "":
+		return nil
+	case r == nil:
+		return []finding.Finding{{Rule: D5, Node: w.Name, Path: w.attr("node_ip"),
+			Summary: "The head cannot reach the worker",
+			Detail: fmt.Sprintf("the head (%s) has no route to %s, the address worker %q (%s) registers with Ray. Ray's GCS checks "+
+				"each node's health at that address and would mark the worker dead; vLLM's workers listen there too. The head's "+
+				"addresses: %s. Put the head on the worker's network, or set the worker's node_ip to an address on a network "+
+				"the head shares.", head.SSHHost, ip, w.Name, w.SSHHost, addresses(head.Facts))}}
+	case r.Gateway != "":
+		return []finding.Finding{{Rule: D5, Node: w.Name, Path: w.attr("node_ip"), Warning: true,
+			Summary: "The head reaches the worker only through a gateway",
+			Detail: fmt.Sprintf("the head (%s) would reach %s, the address worker %q (%s) registers, through gateway %s on %s, "+
+				"not over a shared network: Ray's and vLLM's traffic to that worker would leave the fabric. Put the head on the "+
+				"worker's network, or set the worker's node_ip to an address on a network the head shares.",
+				head.SSHHost, ip, w.Name, w.SSHHost, r.Gateway, r.Dev)}}
+	}
+	return nil
+}
+
 // UniqueIPs (D13): no two nodes may register one IP.
 func UniqueIPs(nodes []Node, registered map[string]string) []finding.Finding {
 	by := map[string][]string{}

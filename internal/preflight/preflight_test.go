@@ -532,3 +532,31 @@ func TestWorkerInterfacesAndTheNodesOwnPorts(t *testing.T) {
 		t.Fatalf("GLOO_SOCKET_IFNAME does not reach the legacy executor's workers, but: %+v", d)
 	}
 }
+
+// The head's route to a worker's registered address, where it was read.
+func TestHeadReachesWorker(t *testing.T) {
+	w := worker(nil)
+	w.Path = finding.Attr("workers").Key("spark2")
+	h := head("")
+	if d := HeadReachesWorker(h, w, "192.168.200.13"); d != nil {
+		t.Fatalf("not read, not judged: %+v", d)
+	}
+	h.Facts.PeerRoutes = map[string]*nodefacts.Route{
+		"192.168.200.13": {Dst: "192.168.200.13", Dev: "enp1s0f1np1", Src: "192.168.200.12"},
+		"10.9.0.7":       {Dst: "10.9.0.7", Gateway: "10.1.0.1", Dev: "enP7s7", Src: "10.1.230.180"},
+		"172.31.0.9":     nil,
+	}
+	if d := HeadReachesWorker(h, w, "192.168.200.13"); d != nil {
+		t.Fatalf("a direct route refused: %+v", d)
+	}
+	d := HeadReachesWorker(h, w, "172.31.0.9")
+	one(t, d, "The head cannot reach the worker", "no route to 172.31.0.9", `worker "spark2"`, "health")
+	if d[0].Warning || d[0].Rule != D5 || d[0].Path.String() != `workers["spark2"].node_ip` {
+		t.Errorf("no route: %+v", d[0])
+	}
+	d = HeadReachesWorker(h, w, "10.9.0.7")
+	one(t, d, "only through a gateway", "gateway 10.1.0.1 on enP7s7")
+	if !d[0].Warning {
+		t.Errorf("a route through a gateway serves: a warning, got %+v", d[0])
+	}
+}

@@ -55,7 +55,7 @@ var Rules = []struct {
 	{D2, "`VLLM_HOST_IP` (`host_ip`, `env.VLLM_HOST_IP`) is a hostname, malformed or loopback, or `host_ip` and `env.VLLM_HOST_IP` disagree"},
 	{D3, "`node_ip` is not bound on its node"},
 	{D4, "`node_ip` is loopback, `localhost` or a hostname (Ray silently replaces a loopback address)"},
-	{D5, "a worker reaches the head's registered address only through a gateway, not at all, or cannot open its GCS port"},
+	{D5, "a worker reaches the head's registered address only through a gateway, not at all, or cannot open its GCS port; the head has no route to a worker's registered address, where it is known before the plan reads the nodes (a route through a gateway is a warning)"},
 	{D6, "Ray versions differ across nodes, or Ray is missing on one"},
 	{D7, "Python versions differ across nodes, or Python is missing on one"},
 	{D8, "tensor × pipeline (× prefill context × data) parallel size exceeds the alive GPUs Ray registered, or the GPUs still free (the placement groups holding the others are named); on a first plan, the GPUs the cluster will register; the legacy executor's free GPU on the head"},

@@ -107,6 +107,9 @@ func workerRuleBreaks() []ruleBreak {
 			f.RouteTo = nil
 			wf["spark2"] = f
 		}},
+		{"The head cannot reach the worker", func(_ *Spec, hf *nodefacts.Facts, _ map[string]nodefacts.Facts) {
+			hf.PeerRoutes = map[string]*nodefacts.Route{"192.168.200.13": nil}
+		}},
 		{"Worker reaches the head only through a gateway", func(_ *Spec, _ *nodefacts.Facts, wf map[string]nodefacts.Facts) {
 			f := wf["spark2"]
 			f.RouteTo = &nodefacts.Route{Dst: "192.168.200.12", Gateway: "10.1.0.1", Dev: "enP7s7", Src: "10.1.230.181"}
@@ -222,5 +225,22 @@ func TestPlannedGPUsUnknownWithoutNvidiaSMI(t *testing.T) {
 	wf["spark2"] = f
 	if p := Evaluate(s, o, hf, wf); p.GPUs != nil {
 		t.Fatalf("GPUs of a node with neither num_gpus nor nvidia-smi cannot be known, got %+v", p.GPUs)
+	}
+}
+
+// The head is asked for its routes to the workers' addresses known before
+// the read: what a running worker registered, else its node_ip; IPv4 only
+// (the script asks `ip -4`), each once.
+func TestKnownWorkerIPs(t *testing.T) {
+	s := Spec{Workers: map[string]NodeSpec{
+		"a": {Name: "a", NodeIP: "192.168.200.13"},
+		"b": {Name: "b"},
+		"c": {Name: "c", NodeIP: "fd00::3"},
+		"d": {Name: "d", NodeIP: "192.168.200.13"},
+		"e": {Name: "e", NodeIP: "192.168.200.99"},
+	}}
+	got := knownWorkerIPs(s, PlanOptions{Known: map[string]string{"b": "192.168.200.14", "e": "192.168.200.15"}})
+	if want := []string{"192.168.200.13", "192.168.200.14", "192.168.200.15"}; !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
 	}
 }

@@ -9,7 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/finding"
@@ -18,9 +21,14 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
-// facts reads one node's facts through the runtime, in one round trip.
-func (m *Manager) facts(ctx context.Context, s Spec, n NodeSpec, routeTo, listenPort, tcp string) (nodefacts.Facts, error) {
-	argv := s.Runtime.ProbeArgv(transport.Script(nodefacts.Script, s.Runtime.Ray(), "", routeTo, listenPort, tcp))
+// facts reads one node's facts through the runtime, in one round trip;
+// peers are more addresses whose routes to read there.
+func (m *Manager) facts(ctx context.Context, s Spec, n NodeSpec, routeTo, listenPort, tcp string, peers ...string) (nodefacts.Facts, error) {
+	args := []string{s.Runtime.Ray(), "", routeTo, listenPort, tcp}
+	if len(peers) > 0 {
+		args = append(args, "", "", "", strings.Join(peers, " "))
+	}
+	argv := s.Runtime.ProbeArgv(transport.Script(nodefacts.Script, args...))
 	res, err := m.run(ctx, n.Endpoint, "read node facts", argv)
 	if err != nil {
 		return nodefacts.Facts{}, err
@@ -85,7 +93,7 @@ func (m *Manager) PlanCluster(ctx context.Context, s Spec, o PlanOptions) (*Plan
 			_, _ = pending() // never leave reads running past the plan
 		}
 	}
-	hf, err := m.facts(ctx, s, s.Head, "", listen, "")
+	hf, err := m.facts(ctx, s, s.Head, "", listen, "", knownWorkerIPs(s, o)...)
 	if err == nil && len(hf.Listeners) > 0 {
 		// Only when the port is held (a second round trip, rarely).
 		o.StartedBy, err = m.StartedBy(ctx, s)
@@ -113,6 +121,25 @@ func (m *Manager) PlanCluster(ctx context.Context, s Spec, o PlanOptions) (*Plan
 		workers[name] = facts[i]
 	}
 	return Evaluate(s, o, hf, workers), nil
+}
+
+// knownWorkerIPs are the workers' addresses known before any node is read
+// (what a running worker registered, else its node_ip): the head's routes
+// to them are read with its facts, in the same round trip. A worker whose
+// address Ray detects is reached over the network it routes to the head
+// on, the head's own.
+func knownWorkerIPs(s Spec, o PlanOptions) []string {
+	var ips []string
+	for _, name := range s.WorkerNames() {
+		ip := o.Known[name]
+		if ip == "" {
+			ip = s.Workers[name].NodeIP
+		}
+		if a, err := netip.ParseAddr(ip); err == nil && a.Is4() && !slices.Contains(ips, ip) {
+			ips = append(ips, ip)
+		}
+	}
+	return ips
 }
 
 // readWorkers starts reading every worker's facts, in parallel, with the

@@ -49,7 +49,7 @@ func arg(args []string, k int) string {
 // facts answers nodefacts.Script on node i: $3 a route to look up, $4 a
 // port whose listeners to list, $5 an ip:port to try a TCP connection to
 // ($6, the vllm command, is not run: vLLM is in Ray's Python); $8 asks for
-// Docker's version.
+// Docker's version; $9 more addresses whose routes to look up.
 func (m *Model) facts(i int, args []string) string {
 	n := m.node(i)
 	var b strings.Builder
@@ -60,6 +60,9 @@ func (m *Model) facts(i int, args []string) string {
 	section("gpus", strconv.Itoa(n.GPUs))
 	if to := arg(args, 3); to != "" {
 		section("route_to", routeTo(n, to))
+	}
+	for _, peer := range strings.Fields(arg(args, 9)) {
+		section("peer_route="+peer, routeTo(n, peer))
 	}
 	if port := arg(args, 4); port != "" {
 		section("listeners", m.listeners(i, port))
