@@ -13,7 +13,7 @@ import (
 
 // FactsScript reads one node for the plan in one round trip: what
 // nodefacts.Script reads (interfaces, vLLM's version, the route to the
-// master address), the listeners on the ports vLLM will bind, the free space in
+// master address and to the other nodes), the listeners on the ports vLLM will bind, the free space in
 // /dev/shm, and whether the model, when it is a path, is a directory here.
 // $1 the vllm command, $2 the master address, $3 the model, $4 the ports
 // (comma-separated; may be empty), $5 the other nodes' addresses whose
@@ -28,9 +28,7 @@ if [ -n "$path" ]; then py=$(sed -n '1s/^#![[:space:]]*//p' "$path" 2>/dev/null 
 facts() {
 ` + nodefacts.Script + `
 }
-facts ray "$py" "$master" "" "" "$vllm"
-echo @@routes
-for a in $peers; do echo "$a $(ip -o -4 route get "$a" 2>/dev/null | head -n 1)"; done
+facts ray "$py" "$master" "" "" "$vllm" "" "" "$peers"
 echo @@listening
 if [ -n "$ports" ]; then ss -Hltnp 2>/dev/null; fi
 echo @@shm
@@ -65,9 +63,8 @@ type leftover struct {
 // ParseFacts reads FactsScript's output; ports are those whose listeners
 // it keeps.
 func ParseFacts(out string, ports []int) (mpplan.Seen, leftover, error) {
-	base, extra, ok := strings.Cut(out, "@@routes\n")
-	routes, extra, ok2 := strings.Cut(extra, "@@listening\n")
-	if !ok || !ok2 {
+	base, extra, ok := strings.Cut(out, "@@listening\n")
+	if !ok {
 		return mpplan.Seen{}, leftover{}, fmt.Errorf("unexpected output while reading the node: %q", out)
 	}
 	facts, err := nodefacts.Parse(base)
@@ -85,44 +82,12 @@ func ParseFacts(out string, ports []int) (mpplan.Seen, leftover, error) {
 	if strings.TrimSpace(unfinished) != "" {
 		left.identity, left.holder, left.launching = vllm.ParseUnfinished(unfinished)
 	}
-	seen := mpplan.Seen{Facts: facts, Listening: parseListening(listening, ports), Routes: parseRoutes(routes)}
+	seen := mpplan.Seen{Facts: facts, Listening: parseListening(listening, ports), Routes: facts.PeerRoutes}
 	seen.ShmFree, _ = strconv.ParseInt(strings.TrimSpace(shm), 10, 64)
 	if m := strings.TrimSpace(model); m != "" && m != "dir" {
 		seen.ModelMissing = m
 	}
 	return seen, left, nil
-}
-
-// parseRoutes reads "<address> <ip -o route get's line>" lines: a route
-// names its device after "dev" and its gateway after "via"; an address with
-// nothing after it has no route.
-func parseRoutes(out string) map[string]*nodefacts.Route {
-	routes := map[string]*nodefacts.Route{}
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
-		var r *nodefacts.Route
-		for i := 1; i+1 < len(f); i++ {
-			if r == nil {
-				r = &nodefacts.Route{Dst: f[0]}
-			}
-			switch f[i] {
-			case "dev":
-				r.Dev = f[i+1]
-			case "via":
-				r.Gateway = f[i+1]
-			case "src":
-				r.Src = f[i+1]
-			}
-		}
-		if r != nil && r.Dev == "" {
-			r = nil // unreachable, prohibited: no route
-		}
-		routes[f[0]] = r
-	}
-	return routes
 }
 
 // parseListening reads `ss -Hltnp` lines: for each of ports that something

@@ -24,10 +24,10 @@ python
 0.32.0+cpu
 @@vllm_executor
 @@vllm_env
+@@peer_route=192.168.229.12
+[{"dst":"192.168.229.12","dev":"eth1","prefsrc":"192.168.229.11","flags":[],"uid":1000,"cache":[]}]
+@@peer_route=10.9.9.9
 @@end
-@@routes
-192.168.229.12 192.168.229.12 dev eth1 src 192.168.229.11 uid 1000 \    cache
-10.9.9.9 
 @@listening
 LISTEN 0      4096   *:29501 *:*
 LISTEN 0      2048   0.0.0.0:8000 0.0.0.0:* users:(("vllm",pid=210,fd=12))

@@ -236,6 +236,9 @@ func Parse(out string) (Facts, error) {
 			if err != nil {
 				return Facts{}, fmt.Errorf("route to %s: %w", addr, err)
 			}
+			if r != nil && r.Dev == "" {
+				r = nil // unreachable, prohibited: no route
+			}
 			if f.PeerRoutes == nil {
 				f.PeerRoutes = map[string]*Route{}
 			}

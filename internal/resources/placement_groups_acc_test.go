@@ -18,7 +18,6 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/nodeexec"
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
-	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
 // pgHolder is a Ray driver that takes one GPU in a placement group and
@@ -108,13 +107,11 @@ cat /tmp/spark-pg-holder.log; exit 1`
 // groupRemoved waits (bounded) until the GCS has every placement group the
 // holder made as removed, holding no GPU the plan would count.
 func groupRemoved(l *lab.File, spec raycluster.Spec, gcs string) error {
-	pool, err := transport.NewPool(transport.Config{User: l.SSHUser, PrivateKeyFile: l.PrivateKeyFile, KnownHostsFile: l.KnownHostsFile})
+	m, spec, done, err := headReader(l, spec)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	m := raycluster.NewManager(pool)
-	spec.Head.Endpoint = transport.Endpoint{Host: l.Nodes[0].SSHHost, Port: l.Nodes[0].SSHPort}
+	defer done()
 	var t ray.Table
 	for range 30 {
 		if t, err = m.TableOverGRPC(context.Background(), spec, gcs); err == nil &&

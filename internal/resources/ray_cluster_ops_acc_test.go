@@ -114,18 +114,12 @@ func TestAccRayCluster_planErrors(t *testing.T) {
 
 // externalPort and fabricPort are the node's ports by what they carry
 // (their names change once a fault test has detached and reattached them).
-func externalPort(t *testing.T, n lab.Node) string {
-	t.Helper()
-	name, err := lab.ExternalInterface(context.Background(), n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return name
-}
+func externalPort(t *testing.T, n lab.Node) string { return portOf(t, n, lab.ExternalInterface) }
+func fabricPort(t *testing.T, n lab.Node) string   { return portOf(t, n, lab.FabricInterface) }
 
-func fabricPort(t *testing.T, n lab.Node) string {
+func portOf(t *testing.T, n lab.Node, find func(context.Context, lab.Node) (string, error)) string {
 	t.Helper()
-	name, err := lab.FabricInterface(context.Background(), n)
+	name, err := find(context.Background(), n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,13 +288,11 @@ func gcsReadersAgree(l *lab.File, rt raycluster.Spec, held string) resource.Test
 			return fmt.Errorf("no %s in state", clusterAddr)
 		}
 		addr := rs.Primary.Attributes["head_address"]
-		pool, err := transport.NewPool(transport.Config{User: l.SSHUser, PrivateKeyFile: l.PrivateKeyFile, KnownHostsFile: l.KnownHostsFile})
+		m, rt, done, err := headReader(l, rt)
 		if err != nil {
 			return err
 		}
-		defer pool.Close()
-		m := raycluster.NewManager(pool)
-		rt.Head.Endpoint = transport.Endpoint{Host: l.Nodes[0].SSHHost, Port: l.Nodes[0].SSHPort}
+		defer done()
 		ctx := context.Background()
 		viaGRPC, err := m.TableOverGRPC(ctx, rt, addr)
 		if err != nil {
@@ -323,6 +315,18 @@ func gcsReadersAgree(l *lab.File, rt raycluster.Spec, held string) resource.Test
 		}
 		return nil
 	}
+}
+
+// headReader is the provider's own reading of Ray's tables, as the lab's
+// SSH user, on the lab's head: rt with its endpoint there, and a manager
+// whose connections done closes.
+func headReader(l *lab.File, rt raycluster.Spec) (*raycluster.Manager, raycluster.Spec, func(), error) {
+	pool, err := transport.NewPool(transport.Config{User: l.SSHUser, PrivateKeyFile: l.PrivateKeyFile, KnownHostsFile: l.KnownHostsFile})
+	if err != nil {
+		return nil, rt, nil, err
+	}
+	rt.Head.Endpoint = transport.Endpoint{Host: l.Nodes[0].SSHHost, Port: l.Nodes[0].SSHPort}
+	return raycluster.NewManager(pool), rt, pool.Close, nil
 }
 
 // sortedTable orders what neither reader promises an order for.
