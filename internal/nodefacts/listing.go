@@ -2,6 +2,7 @@ package nodefacts
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -25,6 +26,8 @@ fi
 printf '@@dir %s\n' "$dir"
 if [ ! -d "$dir" ]; then echo @@missing; exit 0; fi
 find -L "$dir" -type f -printf '%s\t%P\n' 2>/dev/null
+# The model's config.json, for the memory estimate (memfit): at most 1 MB.
+if [ -f "$dir/config.json" ]; then echo @@config; head -c 1000000 "$dir/config.json"; echo; fi
 echo @@end
 `
 
@@ -33,6 +36,7 @@ type Listing struct {
 	Dir     string
 	Missing bool             // the directory does not exist
 	Files   map[string]int64 // path below Dir -> size in bytes
+	Config  []byte           // config.json's content; nil when it has none
 }
 
 // ParseListing reads ListingScript's output.
@@ -51,7 +55,13 @@ func ParseListing(out string) (Listing, error) {
 		return l, fmt.Errorf("model listing of %s is truncated (no end marker)", l.Dir)
 	}
 	l.Files = map[string]int64{}
-	for _, line := range lines[1 : len(lines)-1] {
+	body := lines[1 : len(lines)-1]
+	// A listing line always has a tab (size, path): "@@config" is not a file.
+	if at := slices.Index(body, "@@config"); at >= 0 {
+		l.Config = []byte(strings.Join(body[at+1:], "\n"))
+		body = body[:at]
+	}
+	for _, line := range body {
 		size, name, ok := strings.Cut(line, "\t")
 		n, err := strconv.ParseInt(size, 10, 64)
 		if !ok || err != nil || name == "" {

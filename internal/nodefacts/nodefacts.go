@@ -104,7 +104,7 @@ echo @@vllm; if [ -n "$vllmver" ]; then echo "$vllmver"; elif [ -n "${6:-}" ] ||
 echo @@vllm_executor; echo "$vllmexec"
 echo @@vllm_env; env | grep -E '^(VLLM_HOST_IP|VLLM_USE_RAY_V2_EXECUTOR_BACKEND)=' || true
 if [ "${8:-}" = docker ]; then echo @@docker; docker --version 2>/dev/null; fi
-echo @@end
+` + memoryScript + `echo @@end
 `
 
 // ReadDocker, as Script's $8, reads the Docker client's version. Only the
@@ -150,6 +150,7 @@ type Facts struct {
 	// (a profile, the container image): vllm serve inherits them too.
 	VLLMEnv       map[string]string
 	DockerVersion string // "" when Docker is absent, or not asked for (ReadDocker)
+	Memory        Memory
 }
 
 // HasAddress reports whether ip is bound to any interface on the node.
@@ -257,6 +258,7 @@ func Parse(out string) (Facts, error) {
 	f.VLLMExecutorSource = executorSource(s["vllm_executor"])
 	f.VLLMEnv = vllmEnv(s["vllm_env"])
 	f.DockerVersion = strings.TrimSuffix(version(s["docker"]), ",")
+	f.Memory = parseMemory(s["memory"], s["gpu_memory"])
 	return f, nil
 }
 

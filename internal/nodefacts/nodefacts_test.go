@@ -379,3 +379,23 @@ func TestVLLMEnv(t *testing.T) {
 		t.Fatalf("vllmEnv = %v", env)
 	}
 }
+
+// The memory sections as a lab node prints them (NUMA node 0's meminfo, no
+// cgroup limit), a cgroup-limited container, and nvidia-smi's figures (a
+// GB10 reports none).
+func TestParseMemory(t *testing.T) {
+	node := "Node 0 MemTotal:       24731408 kB\nNode 0 MemFree:        11564384 kB\nNode 0 MemUsed:        13167024 kB\n" +
+		"Node 0 Active(file):    4981308 kB\nNode 0 Inactive(file):  6967500 kB\nNode 0 SReclaimable:     943348 kB\nCgroupLimit: max B\nCgroupUsage: 5 B"
+	m := parseMemory(node, "")
+	if m.Total != 24731408<<10 || m.Available != (11564384+4981308+6967500+943348)<<10 || m.GPUs != nil {
+		t.Fatalf("%+v", m)
+	}
+	limited := "MemTotal: 1000 kB\nMemFree: 800 kB\nCgroupLimit: 512000 B\nCgroupUsage: 412000 B"
+	if m := parseMemory(limited, ""); m.Total != 512000 || m.Available != 100000 {
+		t.Fatalf("cgroup: %+v", m)
+	}
+	m = parseMemory(node, "81559, 80000\n[N/A], [N/A]\n")
+	if len(m.GPUs) != 2 || m.GPUs[0] != (GPUMemory{Total: 81559 << 20, Free: 80000 << 20}) || m.GPUs[1] != (GPUMemory{}) {
+		t.Fatalf("gpus: %+v", m.GPUs)
+	}
+}

@@ -28,6 +28,7 @@ type Deployment struct {
 	PortIsOwn bool    // this deployment's running server holds Port (the facts' listeners are its own)
 	// FailOnEnviron: extra_args has --fail-on-environ-validation.
 	FailOnEnviron bool
+	ExtraArgs     []string // extra_args, for the memory estimate
 	// RayAddress is ray_address; RayDown says nothing answered there
 	// (refused, or no GCS); RayUnread, when neither a table nor RayDown
 	// came back, is why the table could not be read (a timeout, no
@@ -132,6 +133,7 @@ func CheckDeployment(d Deployment) (Concluded, []finding.Finding) {
 	found = append(found, VLLMOnWorkers(head, hosts)...)
 	if d.Listings != nil {
 		found = append(found, Weights(d.Model, d.HeadName, hosts, d.Listings)...)
+		found = append(found, MemoryFit(d, hosts)...)
 	}
 	return c, found
 }

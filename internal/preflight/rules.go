@@ -44,6 +44,7 @@ const (
 	D29 Rule = "D29"
 	D30 Rule = "D30"
 	D31 Rule = "D31"
+	D32 Rule = "D32"
 )
 
 // Rules is the catalogue in order: each code with what it refuses.
@@ -82,4 +83,5 @@ var Rules = []struct {
 	{D29, "a port vLLM binds at a fixed number (the API `port`, `master_port`) is taken on rank 0's node, by any user"},
 	{D30, "`/dev/shm` on a node has less free space than vLLM's message queues take there (rank 0's broadcast ring, about 160 MiB; 24 MiB per queue another node reads)"},
 	{D31, "the model, a path, is not a directory on a node"},
+	{D32, "the model's weights and the KV cache one request of `max_model_len` needs do not fit in what a node gives vLLM (the KV budget: `VLLM_CPU_KVCACHE_SPACE`, `--kv-cache-memory-bytes`, or `--gpu-memory-utilization` of the node's memory less the weights), or that memory is not free there now, other processes and deployments counted (fits with little room: a warning)"},
 }

@@ -243,7 +243,7 @@ func newDeployment(s Spec, facts nodefacts.Facts, headIP string, own float64, ow
 	return preflight.Deployment{HeadFacts: facts, HeadName: raycluster.HeadName, SSHHost: s.Head.Host, HeadIP: headIP, HostIP: s.HostIP,
 		Env: s.Env, OwnGPUs: own, Port: s.Port, PortIsOwn: ownPort,
 		Sizes:         preflight.Sizes{TP: s.TP, PP: s.PP, PCP: par.PCP, DP: par.DP, DPOverRay: par.DPOverRay(), DPAddress: par.DPAddress},
-		FailOnEnviron: par.FailOnEnviron, RayAddress: s.RayAddress, Model: s.Model, Restart: s.Restart}
+		FailOnEnviron: par.FailOnEnviron, ExtraArgs: s.ExtraArgs, RayAddress: s.RayAddress, Model: s.Model, Restart: s.Restart}
 }
 
 // addLiveTable gives dep Ray's live node table, or says Ray is down, or
