@@ -136,6 +136,49 @@ def row_env(lab, row):
     return {**row.get("env", {}), **(row["env_from_lab"](lab) if row.get("env_from_lab") else {})}
 
 
+def serve_env(lab, row):
+    """What vllm serve runs with in a Ray row: the lab's defaults (1 GiB of
+    KV cache, the hub offline), then the row's; a row's None removes one."""
+    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", **row_env(lab, row)}
+    if row.get("_other_kv"):  # memory-shared-node: the other deployment's figure, read at the row's start
+        env["VLLM_CPU_KVCACHE_SPACE"] = row["_other_kv"]
+    return {k: v for k, v in env.items() if v is not None}
+
+
+def available_gib(lab, node):
+    """The node's memory as vLLM's CPU build reads it (node 0's MemFree +
+    file pages + SReclaimable), in GiB."""
+    out = lab.root(node, "awk '/MemFree|Active\\(file\\)|Inactive\\(file\\)|SReclaimable/ {s+=$4} END {print s}' "
+                         "/sys/devices/system/node/node0/meminfo").stdout.strip()
+    return int(out) / (1 << 20)
+
+
+def start_other_deployment(lab, row):
+    """Another user's vLLM on the head (the second SSH user, no Ray), holding
+    a KV cache of about 55% of the memory the node has available: the row's
+    deployment asks for the same. Returns once it serves (bounded)."""
+    gib = max(1, int(available_gib(lab, lab.head) * 0.55))
+    row["_other_kv"] = str(gib)
+    _, vllm_cmd, model, _ = commands(lab, row)
+    argv = [vllm_cmd, "serve", model, "--served-model-name", "other", "--port", "8012", "--host", "127.0.0.1",
+            "--dtype", "float32", "--max-model-len", "256", "--enforce-eager"]
+    start = (f"cd /tmp; HF_HUB_OFFLINE=1 VLLM_CPU_KVCACHE_SPACE={gib} setsid {shlex.join(argv)} "
+             "> /tmp/reality-other.log 2>&1 < /dev/null &")
+    run(["docker", "exec", "-u", lab.f["second_ssh_user"], lab.head["container"], "sh", "-c", start], check=True)
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        time.sleep(5)
+        if lab.root(lab.head, f"{HTTP} http://127.0.0.1:8012/health").stdout.strip() == "200":
+            log(f"{row['name']}: {lab.f['second_ssh_user']}'s vLLM serves on the head with a {gib} GiB KV cache; "
+                f"{available_gib(lab, lab.head):.1f} GiB left available")
+            return
+    raise RuntimeError("the other user's vLLM did not serve within 180 s: " + lab.root(lab.head, "tail -n 5 /tmp/reality-other.log").stdout)
+
+
+def stop_other_deployment(lab):
+    lab.root(lab.head, f"pkill -KILL -u {lab.f['second_ssh_user']} -f 'VLLM::|vllm serve' ; true")
+
+
 def fabric_ifname(lab, node):
     """The name of the node's fabric interface, looked up by address (names
     follow the order the lab attached the networks)."""
@@ -168,7 +211,7 @@ def config(lab, row):
     node_ip = lambda n: f'\n    node_ip  = "{n["fabric_ip"]}"' if row.get("fabric") else ""
     # Each node's own fabric port, by the name it has now (after the row's renames).
     iface = lambda n: f'\n    interface = "{fabric_ifname(lab, n)}"' if row.get("own_interface") else ""
-    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", **row_env(lab, row)}
+    env = serve_env(lab, row)
     ray_address = f'"{h["external_ip"]}:{row["ray_port"]}"' if row.get("ray_port") else "spark_ray_cluster.lab.head_address"
     extra = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager", *row.get("args", [])]
     host_ip = f'"{row["host_ip"](lab)}"' if row.get("host_ip") else "null"
@@ -314,8 +357,7 @@ def plan_verdict(tf, rc_file, d):
 def serve_by_hand(lab, row, head_ip):
     """vllm serve with what the deployment would give it; what it does."""
     h = lab.head
-    env = {"RAY_ADDRESS": f"{head_ip}:{row.get('ray_port', 6379)}", "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", **row_env(lab, row),
-           **row.get("by_hand_env", {})}
+    env = {"RAY_ADDRESS": f"{head_ip}:{row.get('ray_port', 6379)}", **serve_env(lab, row), **row.get("by_hand_env", {})}
     if row.get("host_ip"):
         env["VLLM_HOST_IP"] = row["host_ip"](lab)
     _, vllm_cmd, model, _ = commands(lab, row)
@@ -400,6 +442,16 @@ ROWS = [
      "ray_port": 6390, "bound": 150},
     {"name": "model-missing-on-worker", "what": "TP=2, the model copied by hand to the head only",
      "tp": 2, "model": "/tmp/reality-model", "copy_model": "head", "bound": 150},
+    # Memory (D32): the KV cache one request of max_model_len needs, against
+    # the budget given (1 MiB holds 3 blocks of 128 tokens of the tiny model
+    # after the block vLLM holds back: 384 tokens), and a KV cache another
+    # user's deployment leaves no room for.
+    {"name": "memory-kv-over", "what": "--kv-cache-memory-bytes 1M, --max-model-len 512 (4 blocks; the budget holds 3)",
+     "env": {"VLLM_CPU_KVCACHE_SPACE": None}, "args": ["--kv-cache-memory-bytes", "1M", "--max-model-len", "512"], "bound": 120},
+    {"name": "memory-kv-inside", "what": "--kv-cache-memory-bytes 1M, --max-model-len 384 (3 blocks: just inside)",
+     "env": {"VLLM_CPU_KVCACHE_SPACE": None}, "args": ["--kv-cache-memory-bytes", "1M", "--max-model-len", "384"], "bound": 150},
+    {"name": "memory-shared-node", "what": "another user's vLLM on the head holds a KV cache of 55% of the node's available memory; this deployment asks for the same (VLLM_CPU_KVCACHE_SPACE)",
+     "other_deployment": True, "bound": 150},
     # The lab's vLLM on Ray 2.60.0 (RAY_NEXT_ENV): the field report, and a
     # clean TP=2 across both nodes.
     {"name": "ray260-field-report", "ray_next": True, "what": "Ray 2.60.0: legacy executor, VLLM_HOST_IP = head's fabric, Ray registered external (the field report)",
@@ -472,6 +524,9 @@ def main():
                 run(["docker", "exec", "-u", lab.f["second_ssh_user"], lab.head["container"], "sh", "-c", hold])
                 time.sleep(1)
                 undo.append(lambda: lab.root(lab.head, f"pkill -u {lab.f['second_ssh_user']} -f 'time.sleep.900' ; true"))
+            if row.get("other_deployment"):
+                undo.append(lambda: stop_other_deployment(lab))
+                start_other_deployment(lab, row)
             if row.get("copy_model"):
                 lab.root(lab.head, f"rm -rf {row['model']} && cp -r {lab.head['model_path']} {row['model']} && chmod -R a+rX {row['model']}")
                 undo.append(lambda: lab.root(lab.head, f"rm -rf {row['model']}"))

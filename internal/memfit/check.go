@@ -174,13 +174,17 @@ func Check(d Deployment) (Estimate, []Problem) {
 	// The roomiest node judges: a rank may be placed on any hosting node,
 	// so a deployment is refused for free memory only when none has it.
 	roomiest, room := roomiestNode(d.Nodes, cpu)
+	// VLLM_CPU_KVCACHE_SPACE=0 is an explicit empty cache on the CPU build
+	// (cpu_worker.py compares with None); a GPU reads a 0 as unset
+	// (gpu_worker.py L649, "if kv_cache_memory_bytes := ...").
+	explicit := d.Settings.KVFrom != "" && (d.Settings.KVBytes > 0 || cpu)
 	switch {
-	case d.Settings.KVBytes > 0:
+	case explicit:
 		out = append(out, fitKV(est, d.Settings.KVBytes, true, d.Settings.KVFrom)...)
 		if cpu && atLeast(d.VLLMVersion, 0, 32) && !d.OwnRunning && roomiest != "" && d.Settings.KVBytes+weights > room {
 			out = append(out, Problem{Node: roomiest, Attr: attrOf(d.Settings.KVFrom),
 				Summary: "The KV cache asked for is not free on the node",
-				Detail: fmt.Sprintf("%s asks each rank for a %s KV cache, and its weights take about %s more, but node %s has %s available as vLLM reads it "+
+				Detail: fmt.Sprintf("%s asks each rank for a %s KV cache, and its weights take about %s more, but of the nodes that may host a rank the one with the most, %s, has %s available as vLLM reads it "+
 					"(MemFree + file pages + SReclaimable of NUMA node 0, within the cgroup's limit), other processes and deployments on it counted. "+
 					"vLLM would load the weights and then stop: \"Available memory on node 0 ... is less than requested memory for kv\" (vllm/v1/worker/cpu_worker.py, 0.32.0). "+
 					"Fix: a smaller %s (with a smaller max_model_len if the cache must hold it), or free memory on %s (stop another deployment there).",
@@ -247,7 +251,7 @@ func fitKV(e Estimate, budget int64, exact bool, from string) []Problem {
 }
 
 func attrOf(from string) string {
-	if strings.HasPrefix(from, "env ") {
+	if strings.HasSuffix(from, " in env") {
 		return "env"
 	}
 	return "extra_args"

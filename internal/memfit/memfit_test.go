@@ -80,7 +80,7 @@ func TestParseSettings(t *testing.T) {
 	}
 	// VLLM_CPU_KVCACHE_SPACE wins over the flag (vllm/platforms/cpu.py).
 	s = settings(t, 1, []string{"--kv-cache-memory-bytes", "1M"}, map[string]string{"VLLM_CPU_KVCACHE_SPACE": "3"})
-	if s.KVBytes != 3<<30 || s.KVFrom != "env VLLM_CPU_KVCACHE_SPACE" {
+	if s.KVBytes != 3<<30 || s.KVFrom != "VLLM_CPU_KVCACHE_SPACE in env" {
 		t.Fatalf("env over flag: %+v", s)
 	}
 	if s := settings(t, 1, []string{"--max-model-len", "auto"}, nil); s.MaxModelLen != -1 {
@@ -154,6 +154,8 @@ func TestCheck(t *testing.T) {
 			want: "Less memory is free on the node than vLLM reserves"},
 		{name: "no budget set, utilization that is free", args: append(f32, "--max-model-len", "256", "--gpu-memory-utilization", "0.5"), version: "0.32.0+cpu", nodes: cpuNode(24*gib30, 20*gib30)},
 		{name: "0.11 CPU default 4 GiB", args: append(f32, "--max-model-len", "512"), version: "0.11.0+cpu", nodes: cpuNode(24*gib30, 20*gib30)},
+		{name: "VLLM_CPU_KVCACHE_SPACE=0 is an empty cache", args: append(f32, "--max-model-len", "256"), env: map[string]string{"VLLM_CPU_KVCACHE_SPACE": "0"},
+			version: "0.32.0+cpu", nodes: cpuNode(24*gib30, 20*gib30), want: "No memory is left for the KV cache"},
 		{name: "auto max_model_len", args: []string{"--max-model-len", "auto", "--kv-cache-memory-bytes", "1K"}, version: "0.32.0+cpu", nodes: cpuNode(24*gib30, 20*gib30)},
 		{name: "no budget left at all", args: append(f32, "--max-model-len", "256", "--gpu-memory-utilization", "0.1"), version: "0.32.0",
 			nodes: []Node{{Name: "spark1", Memory: nodefacts.Memory{GPUs: []nodefacts.GPUMemory{{Total: 8 * gib30, Free: 8 * gib30}}}}}, weights: 2 * gib30,

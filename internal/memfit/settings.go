@@ -55,7 +55,7 @@ func ParseSettings(tp, pp int, extraArgs []string, env map[string]string) (Setti
 		if err != nil || n < 0 {
 			return s, fmt.Errorf("env VLLM_CPU_KVCACHE_SPACE %q: vLLM reads a whole number of GiB", v)
 		}
-		s.KVBytes, s.KVFrom = n<<30, "env VLLM_CPU_KVCACHE_SPACE"
+		s.KVBytes, s.KVFrom = n<<30, "VLLM_CPU_KVCACHE_SPACE in env"
 	}
 	return s, nil
 }

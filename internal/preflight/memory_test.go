@@ -32,7 +32,7 @@ func TestCheckDeploymentMemoryFit(t *testing.T) {
 		t.Fatalf("the head has 20 GiB free for an 8 GiB cache: %s", allSummaries(found))
 	}
 	_, found := CheckDeployment(setup(3<<30, 2<<30, "--max-model-len", "512"))
-	one(t, found, "not free on the node", "node head has 3.00 GiB available", "8.00 GiB KV cache", "stop another deployment")
+	one(t, found, "not free on the node", "the one with the most, head, has 3.00 GiB available", "8.00 GiB KV cache", "stop another deployment")
 	if found[0].Rule != D32 || found[0].Path.String() != "env" || found[0].Warning {
 		t.Errorf("%+v", found[0])
 	}

@@ -94,6 +94,16 @@ func TestAccVLLMDeployment_firstPlanChecks(t *testing.T) {
 				Config:      cluster + deploy{hostIP: head.FabricIP, tp: 3}.config(l),
 				ExpectError: regexp.MustCompile(`(?s)exceed the cluster's GPUs.*= 3 GPUs.*will\s+register\s+2\s+\(head 1, ` + w.Name + ` 1\)`),
 			},
+			// D32, on the nodes' own memory: a KV cache larger than any
+			// lab node has available, and none at all.
+			resource.TestStep{
+				Config:      cluster + deploy{hostIP: head.FabricIP, env: map[string]string{"VLLM_CPU_KVCACHE_SPACE": "4096"}}.config(l),
+				ExpectError: regexp.MustCompile(`(?s)The KV cache asked for is not free on the node.*4096\.00 GiB KV cache.*available as vLLM reads it.*Rule D32`),
+			},
+			resource.TestStep{
+				Config:      cluster + deploy{hostIP: head.FabricIP, env: map[string]string{"VLLM_CPU_KVCACHE_SPACE": "0"}}.config(l),
+				ExpectError: regexp.MustCompile(`(?s)No memory is left for the KV cache.*VLLM_CPU_KVCACHE_SPACE in env.*Rule D32`),
+			},
 			resource.TestStep{
 				Config:      inContainer + onHost,
 				ExpectError: regexp.MustCompile(`(?s)vllm serve would run outside the head's Ray.*on the host.*runtime\s+puts\s+Ray\s+in\s+container\s+ray-node`),
