@@ -28,6 +28,11 @@ type Deployment struct {
 	// now, so the rules that judge the memory others hold are not applied;
 	// those judged by the settings alone are.
 	OwnRunning bool
+	// RanksOnNode, where it is known (vLLM's own multi-node mode: world
+	// size / nodes on each), is how many ranks each node holds: each
+	// allocates its own explicit KV cache, and each takes a GPU of its own.
+	// 0: not known (Ray places them), one is assumed.
+	RanksOnNode int
 }
 
 // Problem is one thing the estimate found.
@@ -173,7 +178,8 @@ func Check(d Deployment) (Estimate, []Problem) {
 	var out []Problem
 	// The roomiest node judges: a rank may be placed on any hosting node,
 	// so a deployment is refused for free memory only when none has it.
-	roomiest, room := roomiestNode(d.Nodes, cpu)
+	k := int64(max(d.RanksOnNode, 1))
+	roomiest, room := roomiestNode(d.Nodes, cpu, int(k))
 	// VLLM_CPU_KVCACHE_SPACE=0 is an explicit empty cache on the CPU build
 	// (cpu_worker.py compares with None); a GPU reads a 0 as unset
 	// (gpu_worker.py L649, "if kv_cache_memory_bytes := ...").
@@ -181,14 +187,14 @@ func Check(d Deployment) (Estimate, []Problem) {
 	switch {
 	case explicit:
 		out = append(out, fitKV(est, d.Settings.KVBytes, true, d.Settings.KVFrom)...)
-		if cpu && atLeast(d.VLLMVersion, 0, 32) && !d.OwnRunning && roomiest != "" && d.Settings.KVBytes+weights > room {
+		if cpu && atLeast(d.VLLMVersion, 0, 32) && !d.OwnRunning && roomiest != "" && k*(d.Settings.KVBytes+weights) > room {
 			out = append(out, Problem{Node: roomiest, Attr: attrOf(d.Settings.KVFrom),
 				Summary: "The KV cache asked for is not free on the node",
-				Detail: fmt.Sprintf("%s asks each rank for a %s KV cache, and its weights take about %s more, but of the nodes that may host a rank the one with the most, %s, has %s available as vLLM reads it "+
+				Detail: fmt.Sprintf("%s asks each rank for a %s KV cache, and its weights take about %s more%s, but of the nodes that may host a rank the one with the most, %s, has %s available as vLLM reads it "+
 					"(MemFree + file pages + SReclaimable of NUMA node 0, within the cgroup's limit), other processes and deployments on it counted. "+
 					"vLLM would load the weights and then stop: \"Available memory on node 0 ... is less than requested memory for kv\" (vllm/v1/worker/cpu_worker.py, 0.32.0). "+
 					"Fix: a smaller %s (with a smaller max_model_len if the cache must hold it), or free memory on %s (stop another deployment there).",
-					d.Settings.KVFrom, gib(d.Settings.KVBytes), gib(weights), roomiest, gib(room), d.Settings.KVFrom, roomiest)})
+					d.Settings.KVFrom, gib(d.Settings.KVBytes), gib(weights), ranksText(k), roomiest, gib(room), d.Settings.KVFrom, roomiest)})
 		}
 	case cpu && inRelease(d.VLLMVersion, 0, 11):
 		out = append(out, fitKV(est, 4<<30, true, "the CPU build's default 4 GiB (VLLM_CPU_KVCACHE_SPACE unset)")...)
@@ -270,14 +276,17 @@ func inRelease(version string, major, minor int) bool {
 // roomiestNode is the hosting node with the most memory free for a rank:
 // on the CPU build, or where nvidia-smi gives no figure (unified memory),
 // the node's available memory; else its GPU with the most free.
-func roomiestNode(nodes []Node, cpu bool) (string, int64) {
+//
+// With k ranks on a node, each on a GPU of its own, a node's figure is its
+// k-th roomiest GPU.
+func roomiestNode(nodes []Node, cpu bool, k int) (string, int64) {
 	type cand struct {
 		name string
 		free int64
 	}
 	var cs []cand
 	for _, n := range nodes {
-		if free, _, ok := nodeFree(n.Memory, cpu); ok {
+		if free, _, ok := nodeFree(n.Memory, cpu, k); ok {
 			cs = append(cs, cand{n.Name, free})
 		}
 	}
@@ -291,29 +300,39 @@ func roomiestNode(nodes []Node, cpu bool) (string, int64) {
 func nodeTotal(nodes []Node, name string, cpu bool) int64 {
 	for _, n := range nodes {
 		if n.Name == name {
-			_, total, _ := nodeFree(n.Memory, cpu)
+			_, total, _ := nodeFree(n.Memory, cpu, 1)
 			return total
 		}
 	}
 	return 0
 }
 
-func nodeFree(m nodefacts.Memory, cpu bool) (free, total int64, ok bool) {
+func nodeFree(m nodefacts.Memory, cpu bool, k int) (free, total int64, ok bool) {
 	if !cpu {
 		if len(m.GPUs) == 0 {
 			return 0, 0, false // no nvidia-smi figures: the GPUs' memory is not known
 		}
+		var gpus []nodefacts.GPUMemory
 		for _, g := range m.GPUs {
-			if g.Total > 0 && g.Free >= free {
-				free, total, ok = g.Free, g.Total, true
+			if g.Total > 0 {
+				gpus = append(gpus, g)
 			}
 		}
-		if ok {
-			return free, total, ok
+		if len(gpus) > 0 {
+			sort.SliceStable(gpus, func(a, b int) bool { return gpus[a].Free > gpus[b].Free })
+			g := gpus[min(k, len(gpus))-1]
+			return g.Free, g.Total, true
 		}
 		// Every GPU without a figure: unified memory, the system's.
 	}
 	return m.Available, m.Total, m.Total > 0
+}
+
+func ranksText(k int64) string {
+	if k <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(", for each of the %d ranks on the node", k)
 }
 
 func gib(b int64) string { return size(b) }

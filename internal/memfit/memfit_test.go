@@ -48,10 +48,10 @@ func TestParseConfig(t *testing.T) {
 		`{"model_type": "llava", "text_config": {"num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2, "hidden_size": 512}, "torch_dtype": "float16"}`: "4 2 64 float16 ",
 		// Qwen3 lists every layer's type, all full attention: modeled.
 		`{"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "layer_types": ["full_attention", "full_attention"], "sliding_window": 4096, "use_sliding_window": false}`: "2 2 64  ",
-		`{"num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 64, "layer_types": ["sliding_attention", "full_attention"]}`:    "2 4 64  its layers are not all full attention (layer_types)",
-		`{"num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 64, "kv_lora_rank": 512}`:                                   "2 4 64  it uses multi-head latent attention (kv_lora_rank)",
-		`{"num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 64, "sliding_window": 4096}`:                                 "2 4 64  it has sliding-window attention layers",
-		`{"model_type": "mamba2", "num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 64}`:                                 "2 4 64  it has state-space (Mamba) layers",
+		`{"num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 64, "layer_types": ["sliding_attention", "full_attention"]}`:                                                                             "2 4 64  its layers are not all full attention (layer_types)",
+		`{"num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 64, "kv_lora_rank": 512}`:                                                                                                                "2 4 64  it uses multi-head latent attention (kv_lora_rank)",
+		`{"num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 64, "sliding_window": 4096}`:                                                                                                             "2 4 64  it has sliding-window attention layers",
+		`{"model_type": "mamba2", "num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 64}`:                                                                                                             "2 4 64  it has state-space (Mamba) layers",
 		`{"model_type": "x"}`: "0 0 0  its config.json does not give num_hidden_layers, the attention heads and their size",
 	}
 	for in, want := range cases {

@@ -18,6 +18,8 @@ import (
 // $1 the vllm command, $2 the master address, $3 the model, $4 the ports
 // (comma-separated; may be empty), $5 the other nodes' addresses whose
 // routes to read (space-separated), $6 the deployment's directory key,
+// (the model's config.json and weight files, for the memory estimate, are
+// read where the model is a path),
 // whose unfinished launch (vllm.UnfinishedScript) it reads too. vLLM's version is read by the Python
 // on the vllm command's #! line, without importing vLLM.
 const FactsScript = `vllm=${1:-vllm} master=$2 model=$3 ports=$4 peers=$5 key=$6
@@ -36,6 +38,14 @@ if grep -qs ' /dev/shm ' /proc/mounts; then df -B1 --output=avail /dev/shm 2>/de
 echo @@model
 case $model in
 /*|./*|../*) if [ -d "$model" ]; then echo dir; elif [ -e "$model" ]; then echo "not a directory"; else echo "no such directory"; fi ;;
+esac
+echo @@model_config
+case $model in
+/*|./*|../*) if [ -f "$model/config.json" ]; then head -c 1000000 "$model/config.json"; fi ;;
+esac
+echo @@model_weights
+case $model in
+/*|./*|../*) find -L "$model" -maxdepth 1 -type f \( -name '*.safetensors' -o -name '*.bin' -o -name '*.pt' -o -name '*.pth' \) -printf '%s\t%P\n' 2>/dev/null ;;
 esac
 echo @@unfinished
 unfinished() (
@@ -73,7 +83,9 @@ func ParseFacts(out string, ports []int) (mpplan.Seen, leftover, error) {
 	}
 	listening, rest, _ := strings.Cut(extra, "@@shm\n")
 	shm, rest, _ := strings.Cut(rest, "@@model\n")
-	model, rest, _ := strings.Cut(rest, "@@unfinished\n")
+	model, rest, _ := strings.Cut(rest, "@@model_config\n")
+	config, rest, _ := strings.Cut(rest, "@@model_weights\n")
+	weights, rest, _ := strings.Cut(rest, "@@unfinished\n")
 	unfinished, _, ok := strings.Cut(rest, "@@done")
 	if !ok {
 		return mpplan.Seen{}, leftover{}, fmt.Errorf("the node's facts end early: %q", extra)
@@ -86,6 +98,16 @@ func ParseFacts(out string, ports []int) (mpplan.Seen, leftover, error) {
 	seen.ShmFree, _ = strconv.ParseInt(strings.TrimSpace(shm), 10, 64)
 	if m := strings.TrimSpace(model); m != "" && m != "dir" {
 		seen.ModelMissing = m
+	}
+	if c := strings.TrimSpace(config); c != "" {
+		seen.ModelConfig = []byte(c)
+	}
+	seen.ModelWeights = map[string]int64{}
+	for _, line := range strings.Split(strings.TrimSpace(weights), "\n") {
+		size, name, ok := strings.Cut(line, "\t")
+		if n, err := strconv.ParseInt(size, 10, 64); ok && err == nil {
+			seen.ModelWeights[name] = n
+		}
 	}
 	return seen, left, nil
 }

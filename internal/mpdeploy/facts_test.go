@@ -36,6 +36,8 @@ LISTEN 0      4096   192.168.229.11:35683 0.0.0.0:* users:(("VLLM::Worker_TP",pi
 67108864
 @@model
 no such directory
+@@model_config
+@@model_weights
 @@unfinished
 @@done
 `
@@ -59,6 +61,13 @@ func TestParseFacts(t *testing.T) {
 	}
 	if seen.ShmFree != 64<<20 || seen.ModelMissing != "no such directory" {
 		t.Errorf("shm %d, model %q", seen.ShmFree, seen.ModelMissing)
+	}
+	// A node with the model: its config.json and weight files.
+	withModel := strings.Replace(labNode, "@@model\nno such directory\n@@model_config\n@@model_weights\n",
+		"@@model\ndir\n@@model_config\n{\n \"num_hidden_layers\": 2\n}\n@@model_weights\n5588136\tmodel.safetensors\n", 1)
+	seen, _, err = ParseFacts(withModel, nil)
+	if err != nil || seen.ModelMissing != "" || string(seen.ModelConfig) != "{\n \"num_hidden_layers\": 2\n}" || seen.ModelWeights["model.safetensors"] != 5588136 {
+		t.Errorf("model: %+v %v", seen, err)
 	}
 	if _, _, err := ParseFacts("@@hostname\nx\n", nil); err == nil {
 		t.Error("a cut-off output is an error")

@@ -100,7 +100,8 @@ func (m *Manager) Check(ctx context.Context, s Spec, ours bool) (version string,
 		ours, f = unfinished(s, left)
 		found = append(found, f...)
 	}
-	return seen[s.Nodes[0].Name].Facts.VLLMVersion, append(found, mpplan.Check(s.Spec, seen, ours)...)
+	found = append(found, mpplan.Check(s.Spec, seen, ours)...)
+	return seen[s.Nodes[0].Name].Facts.VLLMVersion, append(found, mpplan.MemoryFit(s.Spec, s.Env, seen, ours)...)
 }
 
 // unfinished judges the ranks of this deployment that an apply started and

@@ -72,6 +72,10 @@ type Seen struct {
 	// ModelMissing says the model, a path, is not a directory on this node
 	// ("" it is, or the model is a Hub name); the text is what was found.
 	ModelMissing string
+	// ModelConfig is the model's config.json there (nil: none, or the model
+	// is a Hub name); ModelWeights its weight files' sizes by name.
+	ModelConfig  []byte
+	ModelWeights map[string]int64
 }
 
 // Ports are the ports vLLM binds on node n at fixed numbers: rank 0's API

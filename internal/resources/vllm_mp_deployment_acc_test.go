@@ -29,6 +29,7 @@ type mpDeploy struct {
 	tp, dp     int
 	hostKeys   bool   // pin each node's host key
 	keyLine    string // the API key's attribute lines (keySetup)
+	kvGiB      string // VLLM_CPU_KVCACHE_SPACE; "" the lab's 1
 }
 
 // fabricPorts is each lab node's fabric port name, read off the node.
@@ -53,6 +54,9 @@ func (d mpDeploy) config(l *lab.File, ports map[string]string) string {
 	}
 	if d.dp == 0 {
 		d.dp = 1
+	}
+	if d.kvGiB == "" {
+		d.kvGiB = "1"
 	}
 	master := ""
 	if d.masterAddr != "" {
@@ -82,11 +86,11 @@ resource "spark_vllm_mp_deployment" "pair" {
   %s
   %s
   vllm_command         = %q
-  env                  = { VLLM_CPU_KVCACHE_SPACE = "1", HF_HUB_OFFLINE = "1" }
+  env                  = { VLLM_CPU_KVCACHE_SPACE = %q, HF_HUB_OFFLINE = "1" }
   extra_args           = ["--dtype", "float32", "--max-model-len", "256", "--enforce-eager"]
   timeouts             = { create = "6m", update = "6m" }
 }
-`, strings.Join(nodes, "\n    "), l.Nodes[0].ModelPath, d.tp, d.dp, master, d.keyLine, l.Nodes[0].VLLMCommand)
+`, strings.Join(nodes, "\n    "), l.Nodes[0].ModelPath, d.tp, d.dp, master, d.keyLine, l.Nodes[0].VLLMCommand, d.kvGiB)
 }
 
 // One model served across the lab's two nodes by vLLM's own multi-node mode,
@@ -128,6 +132,10 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 		resource.TestStep{ // the worker's port named as the head's is (Sparks cabled on different ports)
 			Config:      mpDeploy{iface: map[string]string{rank1.Name: "enp1s0f1np1"}}.config(l, ports),
 			ExpectError: regexp.MustCompile(`(?s)interface "enp1s0f1np1" does not exist on node ` + rank1.Name + `.*Rule D27`),
+		},
+		resource.TestStep{ // a KV cache larger than the nodes have (each node judged on its own memory)
+			Config:      mpDeploy{kvGiB: "4096"}.config(l, ports),
+			ExpectError: regexp.MustCompile(`(?s)The KV cache asked for is not free on the node.*4096\.00 GiB KV cache.*available as vLLM reads it.*Rule D32`),
 		},
 		resource.TestStep{
 			PreConfig:   held,
