@@ -167,7 +167,7 @@ def start_other_deployment(lab, row):
     run(["docker", "exec", "-u", lab.f["second_ssh_user"], lab.head["container"], "sh", "-c", start], check=True)
     deadline = time.time() + 180
     while time.time() < deadline:
-        time.sleep(5)
+        time.sleep(2)
         if lab.root(lab.head, f"{HTTP} http://127.0.0.1:8012/health").stdout.strip() == "200":
             log(f"{row['name']}: {lab.f['second_ssh_user']}'s vLLM serves on the head with a {gib} GiB KV cache; "
                 f"{available_gib(lab, lab.head):.1f} GiB left available")
@@ -314,7 +314,7 @@ def serve_mp_by_hand(lab, row):
             pids[rank] = lab.user(n, start).stdout.strip().splitlines()[-1]
         h, outcome, deadline = lab.head, None, time.time() + row.get("bound", 150)
         while time.time() < deadline and outcome is None:
-            time.sleep(5)
+            time.sleep(2)
             state = lab.user(h, f"kill -0 {pids[0]} 2>/dev/null && echo alive || echo gone; {HTTP} http://127.0.0.1:{PORT}/health").stdout.split()
             w_alive = lab.user(lab.worker, f"kill -0 {pids[1]} 2>/dev/null && echo alive").stdout.strip() == "alive"
             if state and state[0] == "alive" and w_alive:
@@ -374,7 +374,7 @@ def serve_by_hand(lab, row, head_ip):
     outcome, deadline = None, time.time() + row.get("bound", 150)
     try:
         while time.time() < deadline and outcome is None:
-            time.sleep(5)
+            time.sleep(2)
             state = lab.user(h, f"kill -0 {pid} 2>/dev/null && echo alive; "
                                 f"grep -c 'Waiting for creating a placement group' {logf}; "
                                 f"{HTTP} http://127.0.0.1:{PORT}/health; "

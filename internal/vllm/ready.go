@@ -48,8 +48,10 @@ func WaitReady(ctx context.Context, r Readiness) error {
 	c.RetryWaitMin, c.RetryWaitMax = 200*time.Millisecond, 2*time.Second
 	c.ErrorHandler = retryablehttp.PassthroughErrorHandler
 	var last error = &NotReadyError{Stage: "waiting", Detail: "no answer yet"}
-	// Poll soon, then back off: a small model is up in seconds, a 120B one
-	// takes many minutes, and polling must not load the server while it loads.
+	// Poll soon, then back off to every 2 s: a small model is up in seconds,
+	// a 120B one takes many minutes. A probe of a server still loading is a
+	// refused connect or one /health answer, nothing it notices; a longer
+	// wait would cost every start half of it on average (1 s here).
 	wait := 500 * time.Millisecond
 	for {
 		if r.Alive != nil {
@@ -71,7 +73,7 @@ func WaitReady(ctx context.Context, r Readiness) error {
 			return fmt.Errorf("not ready when the timeout ended: %w", last)
 		case <-time.After(wait):
 		}
-		wait = min(wait*2, 5*time.Second)
+		wait = min(wait*2, 2*time.Second)
 	}
 }
 
