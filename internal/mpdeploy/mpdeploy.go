@@ -101,6 +101,7 @@ func (m *Manager) Check(ctx context.Context, s Spec, ours bool) (version string,
 		found = append(found, f...)
 	}
 	found = append(found, mpplan.Check(s.Spec, seen, ours)...)
+	found = append(found, mpplan.FabricLinks(s.Spec, s.Env, seen)...)
 	return seen[s.Nodes[0].Name].Facts.VLLMVersion, append(found, mpplan.MemoryFit(s.Spec, s.Env, seen, ours)...)
 }
 

@@ -40,6 +40,7 @@ if [ -z "$py" ]; then
 fi
 echo @@hostname; cat /proc/sys/kernel/hostname 2>/dev/null || hostname
 echo @@interfaces; ip -j addr show 2>/dev/null
+echo @@links; for d in /sys/class/net/*; do echo "${d##*/} $(cat "$d/speed" 2>/dev/null || echo 0) $(ls "$d/device/infiniband" 2>/dev/null | tr '\n' ',')"; done
 echo @@route; ip -j -4 route get 8.8.8.8 2>/dev/null
 echo @@gpus; if command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi -L 2>/dev/null | grep -c '^GPU'; else echo none; fi
 if [ -n "${3:-}" ]; then echo @@route_to; ip -j -4 route get "$3" 2>/dev/null; fi
@@ -119,6 +120,12 @@ type Interface struct {
 	Addresses []netip.Prefix // address/prefix, as `ip addr` shows them
 	MTU       int
 	Up        bool
+	// SpeedMbps is the link's negotiated speed (sysfs speed); 0 unknown
+	// (a virtual device, or a link down).
+	SpeedMbps int
+	// RDMA names the RDMA devices on this port (sysfs device/infiniband),
+	// as NCCL_IB_HCA names them ("mlx5_0"); nil none.
+	RDMA []string
 }
 
 // Facts describe one node.
@@ -225,6 +232,7 @@ func Parse(out string) (Facts, error) {
 	if f.Interfaces, err = parseInterfaces(s["interfaces"]); err != nil {
 		return Facts{}, err
 	}
+	addLinks(f.Interfaces, s["links"])
 	if f.DefaultRouteIP, err = parseDefaultRouteIP(s["route"]); err != nil {
 		return Facts{}, err
 	}

@@ -399,3 +399,14 @@ func TestParseMemory(t *testing.T) {
 		t.Fatalf("gpus: %+v", m.GPUs)
 	}
 }
+
+// The links section: a DGX Spark's ConnectX-7 port (200 Gb/s, its RDMA
+// device), a lab veth (10000, none), a virtual device with no speed.
+func TestAddLinks(t *testing.T) {
+	ifs := []Interface{{Name: "enp1s0f0np0"}, {Name: "eth1"}, {Name: "lo"}}
+	addLinks(ifs, "enp1s0f0np0 200000 rocep1s0f0,\neth1 10000 \nlo -1 \nghost 1000 mlx5_9,")
+	if ifs[0].SpeedMbps != 200000 || len(ifs[0].RDMA) != 1 || ifs[0].RDMA[0] != "rocep1s0f0" ||
+		ifs[1].SpeedMbps != 10000 || ifs[1].RDMA != nil || ifs[2].SpeedMbps != 0 {
+		t.Fatalf("%+v", ifs)
+	}
+}

@@ -81,6 +81,7 @@ func CheckCluster(c Cluster) ClusterPlan {
 	p.Findings = append(p.Findings, Interfaces(c.Env, nodes, p.Registered)...)
 	p.Findings = append(p.Findings, NodeInterfaces(c.Env, nodes, p.Registered)...)
 	p.Findings = append(p.Findings, WorkerHostIP(c.Env, nodes, p.Registered)...)
+	p.Findings = append(p.Findings, FabricLinks(c.Env, nodes, p.Registered, c.HeadRunning)...)
 	if c.AuthToken {
 		p.Findings = append(p.Findings, TokenAuthSupported(nodes)...)
 	}

@@ -76,3 +76,29 @@ func parseMemory(raw, gpus string) Memory {
 	}
 	return m
 }
+
+// addLinks gives each interface its speed and RDMA devices from the links
+// section: "<name> <speed Mb/s, or -1/0> <rdma,devices,>" per line.
+func addLinks(ifaces []Interface, raw string) {
+	for _, line := range strings.Split(raw, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		for i := range ifaces {
+			if ifaces[i].Name != f[0] {
+				continue
+			}
+			if n, err := strconv.Atoi(f[1]); err == nil && n > 0 {
+				ifaces[i].SpeedMbps = n
+			}
+			if len(f) > 2 {
+				for _, d := range strings.Split(f[2], ",") {
+					if d != "" {
+						ifaces[i].RDMA = append(ifaces[i].RDMA, d)
+					}
+				}
+			}
+		}
+	}
+}
