@@ -92,6 +92,8 @@ var clusterChanges = []attributeChange{
 	{path: "start_args", effect: replaces},
 	{path: "dashboard_host", effect: replaces},
 	{path: "auth_mode", effect: replaces},
+	{path: "fabric_probe", effect: changesNothing, why: "what the plan measures; Ray runs as before (TestAccRayCluster_fabricProbe)"},
+	{path: "fabric_probe.min_gbps", effect: changesNothing, why: "the floor the plan judges the measured link by"},
 	{path: "timeouts", effect: changesNothing, why: "how long the provider waits"},
 	{path: "timeouts.create", effect: changesNothing, why: "how long the provider waits"},
 	{path: "timeouts.update", effect: changesNothing, why: "how long the provider waits"},

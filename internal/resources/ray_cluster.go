@@ -68,6 +68,7 @@ func (r *rayClusterResource) Create(ctx context.Context, req resource.CreateRequ
 		return
 	}
 	fill(&plan, t)
+	r.applyFabric(ctx, &plan, spec)
 	plan.ID = plan.Head.SSHHost
 	plan.SecretEnvWO = types.MapNull(types.StringType) // write-only: never in state
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
@@ -249,6 +250,7 @@ func (r *rayClusterResource) Update(ctx context.Context, req resource.UpdateRequ
 	}
 	plan.Head.NodeID = state.Head.NodeID
 	fill(&plan, t)
+	r.applyFabric(ctx, &plan, spec)
 	plan.SecretEnvWO = types.MapNull(types.StringType)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }

@@ -29,9 +29,15 @@ type clusterModel struct {
 	StartArgs     types.List               `tfsdk:"start_args"`
 	DashboardHost types.String             `tfsdk:"dashboard_host"`
 	AuthMode      types.String             `tfsdk:"auth_mode"`
+	FabricProbe   *fabricProbeModel        `tfsdk:"fabric_probe"`
+	FabricGbps    types.Map                `tfsdk:"fabric_gbps"`
 	HeadAddress   types.String             `tfsdk:"head_address"`
 	RayVersion    types.String             `tfsdk:"ray_version"`
 	Timeouts      timeouts.Value           `tfsdk:"timeouts"`
+}
+
+type fabricProbeModel struct {
+	MinGbps types.Float64 `tfsdk:"min_gbps"`
 }
 
 type rayNodeModel struct {

@@ -90,6 +90,11 @@ func (r *rayClusterResource) planCluster(ctx context.Context, c *clusterPlan, di
 	c.opts.HeadRunning, c.opts.Known = knownNodes(c)
 	p, err := r.mgr.PlanCluster(ctx, spec, c.opts)
 	found, now := planChecks(p, err)
+	if err == nil && p.HeadIP != "" {
+		// A link under its floor is a fault now where the cluster runs.
+		_, probed := r.measureFabric(ctx, &c.plan, spec, p.Registered)
+		addPreflight(map[bool]*diag.Diagnostics{true: &found, false: &now}[c.creating], probed)
+	}
 	if c.startsNothing() && (found.HasError() || now.HasError()) {
 		return keepCluster(c, found, now, diags)
 	}
@@ -106,6 +111,7 @@ func (r *rayClusterResource) planCluster(ctx context.Context, c *clusterPlan, di
 	r.memo.RecordCluster(c.plan.HeadAddress.ValueString(), planmemo.Cluster{GPUs: p.GPUs, Runtime: spec.Runtime,
 		Nodes: p.Nodes, Endpoints: spec.Endpoints(), Env: spec.Env})
 	planNodes(c, p, diags)
+	planFabric(c)
 	return true
 }
 
@@ -303,7 +309,7 @@ func planRayDefaults(plan, config *clusterModel) {
 
 // keepFromState plans a cluster that changes nothing as the state has it.
 func keepFromState(plan, state *clusterModel) {
-	plan.ID, plan.HeadAddress, plan.RayVersion = state.ID, state.HeadAddress, state.RayVersion
+	plan.ID, plan.HeadAddress, plan.RayVersion, plan.FabricGbps = state.ID, state.HeadAddress, state.RayVersion, state.FabricGbps
 	keep := func(n, old *rayNodeModel) {
 		n.RegisteredIP, n.Alive = old.RegisteredIP, old.Alive
 		n.keepRegistered(old)
