@@ -84,7 +84,7 @@ func KV(m Model, s Settings, version string) (Estimate, bool) {
 		// cache.py DEFAULT_BLOCK_SIZE L72), and on 0.11.0's CPU build
 		// without IPEX (cpu.py L148; 128 with it: 16 needs less).
 		e.BlockSize = 16
-		if cpu && atLeast(version, 0, 32) {
+		if cpu && atLeast(version, 32) {
 			e.BlockSize = 128
 		}
 	}
@@ -140,9 +140,9 @@ func IsCPUBuild(version string) bool {
 // there, and in releases not read, it is not assumed.
 func defaultUtil(version string) (float64, bool) {
 	switch {
-	case inRelease(version, 0, 11):
+	case inRelease(version, 11):
 		return 0.9, true
-	case inRelease(version, 0, 32), inRelease(version, 0, 33):
+	case inRelease(version, 32), inRelease(version, 33):
 		return 0.92, true
 	}
 	return 0, false
@@ -187,7 +187,7 @@ func Check(d Deployment) (Estimate, []Problem) {
 	switch {
 	case explicit:
 		out = append(out, fitKV(est, d.Settings.KVBytes, true, d.Settings.KVFrom)...)
-		if cpu && atLeast(d.VLLMVersion, 0, 32) && !d.OwnRunning && roomiest != "" && k*(d.Settings.KVBytes+weights) > room {
+		if cpu && atLeast(d.VLLMVersion, 32) && !d.OwnRunning && roomiest != "" && k*(d.Settings.KVBytes+weights) > room {
 			out = append(out, Problem{Node: roomiest, Attr: attrOf(d.Settings.KVFrom),
 				Summary: "The KV cache asked for is not free on the node",
 				Detail: fmt.Sprintf("%s asks each rank for a %s KV cache, and its weights take about %s more%s, but of the nodes that may host a rank the one with the most, %s, has %s available as vLLM reads it "+
@@ -196,9 +196,9 @@ func Check(d Deployment) (Estimate, []Problem) {
 					"Fix: a smaller %s (with a smaller max_model_len if the cache must hold it), or free memory on %s (stop another deployment there).",
 					d.Settings.KVFrom, gib(d.Settings.KVBytes), gib(weights), ranksText(k), roomiest, gib(room), d.Settings.KVFrom, roomiest)})
 		}
-	case cpu && inRelease(d.VLLMVersion, 0, 11):
+	case cpu && inRelease(d.VLLMVersion, 11):
 		out = append(out, fitKV(est, 4<<30, true, "the CPU build's default 4 GiB (VLLM_CPU_KVCACHE_SPACE unset)")...)
-	case cpu && !(utilKnown && atLeast(d.VLLMVersion, 0, 32)), !utilKnown:
+	case cpu && (!utilKnown || !atLeast(d.VLLMVersion, 32)), !utilKnown:
 		// A release whose budget was not read: nothing is assumed.
 	case roomiest == "":
 		// No node's memory was read: nothing to judge the budget by.
@@ -263,14 +263,15 @@ func attrOf(from string) string {
 	return "extra_args"
 }
 
-func atLeast(version string, major, minor int) bool {
+// atLeast: version is 0.minor or later (vLLM has released only 0.x so far).
+func atLeast(version string, minor int) bool {
 	v, err := pyversion.Parse(strings.SplitN(version, "+", 2)[0])
-	return err == nil && v.AtLeast(major, minor, 0)
+	return err == nil && v.AtLeast(0, minor, 0)
 }
 
-// inRelease: version is major.minor.x.
-func inRelease(version string, major, minor int) bool {
-	return atLeast(version, major, minor) && !atLeast(version, major, minor+1)
+// inRelease: version is 0.minor.x (every vLLM release so far is 0.x).
+func inRelease(version string, minor int) bool {
+	return atLeast(version, minor) && !atLeast(version, minor+1)
 }
 
 // roomiestNode is the hosting node with the most memory free for a rank:

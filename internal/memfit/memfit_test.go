@@ -32,8 +32,9 @@ func settings(t *testing.T, tp int, args []string, env map[string]string) Settin
 
 const gib30 = int64(1) << 30
 
-func cpuNode(total, avail int64) []Node {
-	return []Node{{Name: "spark1", Memory: nodefacts.Memory{Total: total, Available: avail}}}
+// cpuNode: one 24 GiB CPU node (the lab's) with avail of it available.
+func cpuNode(avail int64) []Node {
+	return []Node{{Name: "spark1", Memory: nodefacts.Memory{Total: 24 * gib30, Available: avail}}}
 }
 
 func TestParseConfig(t *testing.T) {
@@ -141,22 +142,22 @@ func TestCheck(t *testing.T) {
 		weights int64
 		want    string // "" fits; else the problems' summaries, "|"-joined, warnings prefixed "w:"
 	}{
-		{name: "just inside the explicit budget", args: append(f32, "--max-model-len", "384", "--kv-cache-memory-bytes", "1M"), version: "0.32.0+cpu", nodes: cpuNode(24*gib30, 20*gib30)},
-		{name: "one block over", args: append(f32, "--max-model-len", "385", "--kv-cache-memory-bytes", "1M"), version: "0.32.0+cpu", nodes: cpuNode(24*gib30, 20*gib30),
+		{name: "just inside the explicit budget", args: append(f32, "--max-model-len", "384", "--kv-cache-memory-bytes", "1M"), version: "0.32.0+cpu", nodes: cpuNode(20 * gib30)},
+		{name: "one block over", args: append(f32, "--max-model-len", "385", "--kv-cache-memory-bytes", "1M"), version: "0.32.0+cpu", nodes: cpuNode(20 * gib30),
 			want: "max_model_len does not fit in the KV cache"},
 		{name: "the env's GiB is not free: another deployment holds it", args: append(f32, "--max-model-len", "256"), env: map[string]string{"VLLM_CPU_KVCACHE_SPACE": "12"},
-			version: "0.32.0+cpu", nodes: cpuNode(24*gib30, 11*gib30), want: "The KV cache asked for is not free on the node"},
+			version: "0.32.0+cpu", nodes: cpuNode(11 * gib30), want: "The KV cache asked for is not free on the node"},
 		{name: "the same, our own server restarting", args: append(f32, "--max-model-len", "256"), env: map[string]string{"VLLM_CPU_KVCACHE_SPACE": "12"},
-			version: "0.32.0+cpu", nodes: cpuNode(24*gib30, 11*gib30), own: true},
+			version: "0.32.0+cpu", nodes: cpuNode(11 * gib30), own: true},
 		{name: "0.11's CPU check of free memory was not read", args: append(f32, "--max-model-len", "256"), env: map[string]string{"VLLM_CPU_KVCACHE_SPACE": "12"},
-			version: "0.11.0+cpu", nodes: cpuNode(24*gib30, 11*gib30)},
-		{name: "no budget set on 0.32 CPU: 0.92 of the total is not free", args: append(f32, "--max-model-len", "256"), version: "0.32.0+cpu", nodes: cpuNode(24*gib30, 20*gib30),
+			version: "0.11.0+cpu", nodes: cpuNode(11 * gib30)},
+		{name: "no budget set on 0.32 CPU: 0.92 of the total is not free", args: append(f32, "--max-model-len", "256"), version: "0.32.0+cpu", nodes: cpuNode(20 * gib30),
 			want: "Less memory is free on the node than vLLM reserves"},
-		{name: "no budget set, utilization that is free", args: append(f32, "--max-model-len", "256", "--gpu-memory-utilization", "0.5"), version: "0.32.0+cpu", nodes: cpuNode(24*gib30, 20*gib30)},
-		{name: "0.11 CPU default 4 GiB", args: append(f32, "--max-model-len", "512"), version: "0.11.0+cpu", nodes: cpuNode(24*gib30, 20*gib30)},
+		{name: "no budget set, utilization that is free", args: append(f32, "--max-model-len", "256", "--gpu-memory-utilization", "0.5"), version: "0.32.0+cpu", nodes: cpuNode(20 * gib30)},
+		{name: "0.11 CPU default 4 GiB", args: append(f32, "--max-model-len", "512"), version: "0.11.0+cpu", nodes: cpuNode(20 * gib30)},
 		{name: "VLLM_CPU_KVCACHE_SPACE=0 is an empty cache", args: append(f32, "--max-model-len", "256"), env: map[string]string{"VLLM_CPU_KVCACHE_SPACE": "0"},
-			version: "0.32.0+cpu", nodes: cpuNode(24*gib30, 20*gib30), want: "No memory is left for the KV cache"},
-		{name: "auto max_model_len", args: []string{"--max-model-len", "auto", "--kv-cache-memory-bytes", "1K"}, version: "0.32.0+cpu", nodes: cpuNode(24*gib30, 20*gib30)},
+			version: "0.32.0+cpu", nodes: cpuNode(20 * gib30), want: "No memory is left for the KV cache"},
+		{name: "auto max_model_len", args: []string{"--max-model-len", "auto", "--kv-cache-memory-bytes", "1K"}, version: "0.32.0+cpu", nodes: cpuNode(20 * gib30)},
 		{name: "no budget left at all", args: append(f32, "--max-model-len", "256", "--gpu-memory-utilization", "0.1"), version: "0.32.0",
 			nodes: []Node{{Name: "spark1", Memory: nodefacts.Memory{GPUs: []nodefacts.GPUMemory{{Total: 8 * gib30, Free: 8 * gib30}}}}}, weights: 2 * gib30,
 			want: "No memory is left for the KV cache"},
@@ -173,7 +174,7 @@ func TestCheck(t *testing.T) {
 		{name: "unified memory (GB10): the system's figures", args: append(f32, "--max-model-len", "256"), version: "0.32.0",
 			nodes: []Node{{Name: "gb10", Memory: nodefacts.Memory{Total: 120 * gib30, Available: 60 * gib30, GPUs: []nodefacts.GPUMemory{{}}}}},
 			want:  "Less memory is free on the node than vLLM reserves"},
-		{name: "GPU without nvidia-smi figures: not judged", args: append(f32, "--max-model-len", "256"), version: "0.32.0", nodes: cpuNode(24*gib30, 1*gib30)},
+		{name: "GPU without nvidia-smi figures: not judged", args: append(f32, "--max-model-len", "256"), version: "0.32.0", nodes: cpuNode(1 * gib30)},
 		{name: "0.34's default utilization was not read", args: append(f32, "--max-model-len", "256"), version: "0.34.0",
 			nodes: []Node{{Name: "a", Memory: nodefacts.Memory{GPUs: []nodefacts.GPUMemory{{Total: 80 * gib30, Free: 1 * gib30}}}}}},
 	}
@@ -196,7 +197,7 @@ func TestCheck(t *testing.T) {
 
 func TestCheckNamesTheFigures(t *testing.T) {
 	_, probs := Check(Deployment{Model: tiny(t), Settings: settings(t, 1, []string{"--dtype", "float32", "--max-model-len", "512", "--kv-cache-memory-bytes", "1M"}, nil),
-		VLLMVersion: "0.32.0+cpu", Nodes: cpuNode(24*gib30, 20*gib30)})
+		VLLMVersion: "0.32.0+cpu", Nodes: cpuNode(20 * gib30)})
 	if len(probs) != 1 {
 		t.Fatal(probs)
 	}

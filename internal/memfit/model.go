@@ -34,7 +34,7 @@ type Model struct {
 func ParseConfig(b []byte) (Model, error) {
 	var top map[string]any
 	if err := json.Unmarshal(b, &top); err != nil {
-		return Model{}, fmt.Errorf("config.json is not JSON: %v", err)
+		return Model{}, fmt.Errorf("config.json is not JSON: %w", err)
 	}
 	c := top
 	if tc, ok := top["text_config"].(map[string]any); ok {

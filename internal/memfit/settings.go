@@ -47,7 +47,7 @@ func ParseSettings(tp, pp int, extraArgs []string, env map[string]string) (Setti
 			val = extraArgs[i]
 		}
 		if err := s.set(name, val); err != nil {
-			return s, fmt.Errorf("extra_args %s %q: %v", name, val, err)
+			return s, fmt.Errorf("extra_args %s %q: %w", name, val, err)
 		}
 	}
 	if v, ok := env["VLLM_CPU_KVCACHE_SPACE"]; ok && v != "" {

@@ -86,19 +86,24 @@ func addLinks(ifaces []Interface, raw string) {
 			continue
 		}
 		for i := range ifaces {
-			if ifaces[i].Name != f[0] {
-				continue
+			if ifaces[i].Name == f[0] {
+				setLink(&ifaces[i], f[1:])
 			}
-			if n, err := strconv.Atoi(f[1]); err == nil && n > 0 {
-				ifaces[i].SpeedMbps = n
-			}
-			if len(f) > 2 {
-				for _, d := range strings.Split(f[2], ",") {
-					if d != "" {
-						ifaces[i].RDMA = append(ifaces[i].RDMA, d)
-					}
-				}
-			}
+		}
+	}
+}
+
+// setLink reads one links line's speed and RDMA devices into iface.
+func setLink(iface *Interface, f []string) {
+	if n, err := strconv.Atoi(f[0]); err == nil && n > 0 {
+		iface.SpeedMbps = n
+	}
+	if len(f) < 2 {
+		return
+	}
+	for _, d := range strings.Split(f[1], ",") {
+		if d != "" {
+			iface.RDMA = append(iface.RDMA, d)
 		}
 	}
 }

@@ -35,7 +35,9 @@ func TestAccRayCluster_fabricProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unshape := func() { _, _ = lab.Exec(context.Background(), head, "sh", "-c", "tc qdisc del dev "+port+" root 2>/dev/null; true") }
+	unshape := func() {
+		_, _ = lab.Exec(context.Background(), head, "sh", "-c", "tc qdisc del dev "+port+" root 2>/dev/null; true")
+	}
 	t.Cleanup(unshape)
 	r := newRefusals(t, l)
 	resource.Test(t, resource.TestCase{
