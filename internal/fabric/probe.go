@@ -53,13 +53,14 @@ try:
         res = "error a sender without the token"
     else:
         n, t0 = 0, None
+        buf = memoryview(bytearray(4 << 20))
         while time.time() < deadline:
-            b = c.recv(1 << 20)
-            if not b:
+            k = c.recv_into(buf)
+            if not k:
                 break
             if t0 is None:
                 t0 = time.time()
-            n += len(b)
+            n += k
         res = "ok %d %.6f" % (n, time.time() - t0) if t0 is not None and n else "error no data"
     c.close()
 except Exception as e:
@@ -80,7 +81,7 @@ PROBE_TOKEN=$tok exec python3 -c '
 import os, socket, sys, time
 s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
 s.sendall(os.environ["PROBE_TOKEN"].encode())
-buf = bytes(1 << 20)
+buf = bytes(4 << 20)
 end = time.time() + float(sys.argv[3])
 while time.time() < end:
     s.sendall(buf)
