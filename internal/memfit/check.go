@@ -198,7 +198,7 @@ func Check(d Deployment) (Estimate, []Problem) {
 		}
 	case cpu && inRelease(d.VLLMVersion, 11):
 		out = append(out, fitKV(est, 4<<30, true, "the CPU build's default 4 GiB (VLLM_CPU_KVCACHE_SPACE unset)")...)
-	case cpu && (!utilKnown || !atLeast(d.VLLMVersion, 32)), !utilKnown:
+	case !utilKnown, cpu && !atLeast(d.VLLMVersion, 32):
 		// A release whose budget was not read: nothing is assumed.
 	case roomiest == "":
 		// No node's memory was read: nothing to judge the budget by.

@@ -98,12 +98,7 @@ func setLink(iface *Interface, f []string) {
 	if n, err := strconv.Atoi(f[0]); err == nil && n > 0 {
 		iface.SpeedMbps = n
 	}
-	if len(f) < 2 {
-		return
-	}
-	for _, d := range strings.Split(f[1], ",") {
-		if d != "" {
-			iface.RDMA = append(iface.RDMA, d)
-		}
+	if len(f) > 1 {
+		iface.RDMA = append(iface.RDMA, strings.FieldsFunc(f[1], func(r rune) bool { return r == ',' })...)
 	}
 }
