@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -83,8 +84,13 @@ func debianMirror() (string, error) {
 
 // ensureBaseImage builds a Debian base image with debootstrap + docker import
 // (no container registry is reachable from lab machines).
+// baseTag names the base image by its recipe.
+func baseTag() string {
+	return "spark-lab-base:" + recipeHash(debianSuite, "minbase", strings.Join(basePackages, ","))
+}
+
 func ensureBaseImage(ctx context.Context, cacheDir string, log func(string, ...any)) (string, error) {
-	tag := "spark-lab-base:" + recipeHash(debianSuite, "minbase", strings.Join(basePackages, ","))
+	tag := baseTag()
 	if imageExists(ctx, tag) {
 		log("base image %s: cached", tag)
 		return tag, nil
@@ -153,6 +159,62 @@ func wheelPlatforms() []string {
 	return append(out, "--platform", "manylinux2014_x86_64", "--platform", "manylinux2010_x86_64", "--platform", "manylinux1_x86_64")
 }
 
+// pyenvVolume names an environment's volume by its recipe and its base.
+func pyenvVolume(base string, env pyenvSpec) string {
+	recipe := []string{base}
+	for _, f := range env.stages {
+		recipe = append(recipe, recipeOf(f)...)
+	}
+	return "spark-lab-" + env.folder + "-" + recipeHash(recipe...)
+}
+
+// volumeExists is true when Docker has the named volume (complete or not:
+// ensurePyenv looks inside).
+func volumeExists(ctx context.Context, name string) bool {
+	_, err := docker(ctx, nil, "volume", "inspect", "--format", "{{.Name}}", name)
+	return err == nil
+}
+
+// wheelFetch is one environment's wheels, fetched in the background
+// (buildImages starts them all at once).
+type wheelFetch struct {
+	done chan struct{}
+	lazy func() // set when the fetch waits to be asked
+	dir  string
+	err  error
+}
+
+// startWheels fetches env's wheels in the background, unless its volume
+// is there already (then they are fetched only if ensurePyenv finds the
+// volume incomplete and asks); wait returns where they are.
+func startWheels(ctx context.Context, cacheDir string, env pyenvSpec, log func(string, ...any)) *wheelFetch {
+	w := &wheelFetch{done: make(chan struct{})}
+	folder := env.folder
+	if volumeExists(ctx, pyenvVolume(baseTag(), env)) {
+		var once sync.Once
+		w.lazy = func() {
+			once.Do(func() {
+				w.dir, w.err = ensureWheels(ctx, cacheDir, folder, log)
+				close(w.done)
+			})
+		}
+		return w
+	}
+	go func() {
+		defer close(w.done)
+		w.dir, w.err = ensureWheels(ctx, cacheDir, folder, log)
+	}()
+	return w
+}
+
+func (w *wheelFetch) wait() (string, error) {
+	if w.lazy != nil {
+		w.lazy()
+	}
+	<-w.done
+	return w.dir, w.err
+}
+
 // ensureWheels downloads the pinned wheels on the host (PyPI is reachable
 // from the host; the environment build then needs no network).
 func ensureWheels(ctx context.Context, cacheDir, folder string, log func(string, ...any)) (string, error) {
@@ -173,14 +235,18 @@ func ensureWheels(ctx context.Context, cacheDir, folder string, log func(string,
 	}
 	// Wheels an earlier recipe fetched are reused: pip download skips a file
 	// that is already there, so a changed pin fetches only what changed.
-	if others, _ := filepath.Glob(filepath.Join(cacheDir, "wheels-*", "*.whl")); len(others) > 0 {
+	// Only from a complete folder: another environment's download, under
+	// way beside this one, may be writing a wheel under its final name.
+	done, _ := filepath.Glob(filepath.Join(cacheDir, "wheels-*", ".complete"))
+	for _, c := range done {
+		others, _ := filepath.Glob(filepath.Join(filepath.Dir(c), "*.whl"))
 		for _, w := range others {
 			_ = os.Link(w, filepath.Join(dir, filepath.Base(w)))
 		}
 	}
-	log("downloading the wheels of %s (about 3 GB on a new machine)", folder)
+	log("downloading the wheels of %s", folder)
 	start := time.Now()
-	defer func() { log("timing: %-20s %s", "wheel download", time.Since(start).Round(time.Second)) }()
+	defer func() { log("timing: %-20s %s", "wheels "+folder, time.Since(start).Round(time.Second)) }()
 	args := append([]string{"-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
 		"--python-version", "3.11", "--implementation", "cp", "--abi", "cp311", "--abi", "abi3", "--abi", "none"}, wheelPlatforms()...)
 	if err := run(ctx, "python3", append(args, "-d", dir, "-r", reqFile)...); err != nil {
@@ -302,18 +368,14 @@ const rayNextMount = "/opt/ray-next"
 // container runtime's containers mount it from their node: one copy of each
 // multi-GB environment on disk, instead of an image loaded into every
 // node's own Docker engine.
-func ensurePyenv(ctx context.Context, base, cacheDir string, env pyenvSpec, log func(string, ...any)) (string, error) {
-	recipe := []string{base}
-	for _, f := range env.stages {
-		recipe = append(recipe, recipeOf(f)...)
-	}
-	volume := "spark-lab-" + env.folder + "-" + recipeHash(recipe...)
+func ensurePyenv(ctx context.Context, base, cacheDir string, env pyenvSpec, wheelsOf func() (string, error), log func(string, ...any)) (string, error) {
+	volume := pyenvVolume(base, env)
 	if _, err := docker(ctx, nil, "run", "--rm", "--network", "none", "-v", volume+":"+env.mount+":ro", base,
 		"test", "-f", env.mount+"/.complete"); err == nil {
 		log("python environment %s: cached", volume)
 		return volume, nil
 	}
-	wheels, err := ensureWheels(ctx, cacheDir, env.folder, log)
+	wheels, err := wheelsOf()
 	if err != nil {
 		return "", err
 	}

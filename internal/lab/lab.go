@@ -5,12 +5,14 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -105,10 +107,20 @@ func Up(ctx context.Context, o Options) (*File, error) {
 		f.Nodes = append(f.Nodes, n)
 	}
 	phase("nodes")
-	for _, n := range f.Nodes {
-		if err := loadNodeImage(ctx, n, image, o.Log); err != nil {
-			return nil, err
-		}
+	// Into every node at once: each load is one node's own engine unpacking
+	// the image (about 30 s on a new lab), which one core does.
+	loadErrs := make([]error, len(f.Nodes))
+	var loads sync.WaitGroup
+	for i, n := range f.Nodes {
+		loads.Add(1)
+		go func() {
+			defer loads.Done()
+			loadErrs[i] = loadNodeImage(ctx, n, image, o.Log)
+		}()
+	}
+	loads.Wait()
+	if err := errors.Join(loadErrs...); err != nil {
+		return nil, err
 	}
 	phase("node image in nodes")
 	f.NodeImage = image
@@ -171,14 +183,22 @@ func phaseTimer(log func(string, ...any)) func(name string) {
 
 // buildImages makes the base image, the Python environment volumes (one
 // per environment, in the order of pyenvs) and the node image, each once.
+// On a new machine most of it is downloading (about 7 GB of wheels, the
+// Debian packages) and the rest installing: every environment's wheels are
+// fetched at once, beside debootstrap, and each environment installs as soon
+// as the base image and its own wheels are there.
 func buildImages(ctx context.Context, cacheDir string, log func(string, ...any), phase func(string)) (image string, volumes []string, err error) {
+	fetches := make([]*wheelFetch, len(pyenvs))
+	for i, env := range pyenvs {
+		fetches[i] = startWheels(ctx, cacheDir, env, log)
+	}
 	base, err := ensureBaseImage(ctx, cacheDir, log)
 	if err != nil {
 		return "", nil, err
 	}
 	phase("base image")
-	for _, env := range pyenvs {
-		v, err := ensurePyenv(ctx, base, cacheDir, env, log)
+	for i, env := range pyenvs {
+		v, err := ensurePyenv(ctx, base, cacheDir, env, fetches[i].wait, log)
 		if err != nil {
 			return "", nil, err
 		}
