@@ -154,8 +154,8 @@ func TestAccRayCluster_frozenNodeDuringPlan(t *testing.T) {
 	})
 }
 
-// A worker's fabric link goes down under a cluster that runs on the
-// fabric. Once the head has marked the worker dead, the plan wants it back
+// A worker's fabric port set down under a cluster that runs on the fabric
+// is refused at plan (D33), and nothing starts. Then its link goes: once the head has marked the worker dead, the plan wants it back
 // and names why it cannot: its node_ip is no longer on the node; refused
 // at plan, nothing starts, and the way to destroy anyway is given. With the
 // link back, the same configuration applies and the worker rejoins.
@@ -175,6 +175,16 @@ func TestAccRayCluster_fabricLinkDown(t *testing.T) {
 	// head's Ray, and no new raylet on the worker: the pids of Ray's daemons.
 	pids := func(n lab.Node) string { return acctest.PIDs(acctest.RunningOrFail(t, n, acctest.RayDaemons)) }
 	var headBefore, workerBefore string
+	port, err := lab.FabricInterface(ctx, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	portDown := false
+	t.Cleanup(func() {
+		if portDown {
+			_, _ = lab.Exec(context.Background(), w, "ip", "link", "set", port, "up")
+		}
+	})
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
 		ProtoV6ProviderFactories: acctest.Factories,
@@ -182,9 +192,28 @@ func TestAccRayCluster_fabricLinkDown(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: config},
 			{
+				// First the port alone, set down (the interface and its
+				// address stay, as a pulled cable leaves them): D33 refuses
+				// at plan, naming the port, and nothing starts.
+				PreConfig: func() {
+					headBefore, workerBefore = pids(head), pids(w)
+					acctest.OnNode(t, w, "set the fabric port down", "ip link set \"$1\" down", port)
+					portDown = true
+				},
+				Config:   config,
+				PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)The fabric port is down.*` + regexp.QuoteMeta(port) + `\s+on\s+node\s+` + w.Name +
+					`\s+carries\s+` + regexp.QuoteMeta(w.FabricIP) + `.*ip\s+link\s+set\s+` + regexp.QuoteMeta(port) + `\s+up.*Rule\s+D33`),
+			},
+			{
 				// At once, while Ray still counts the worker alive: the plan
 				// starts nothing, and still fails (it used to say "No changes").
 				PreConfig: func() {
+					if now := pids(head) + "|" + pids(w); now != headBefore+"|"+workerBefore {
+						t.Fatalf("the plan refused for the port changed Ray's daemons.\nbefore: %s | %s\nafter: %s", headBefore, workerBefore, now)
+					}
+					acctest.OnNode(t, w, "set the fabric port up", "ip link set \"$1\" up", port)
+					portDown = false
 					if err := lab.Disconnect(ctx, w, lab.FabricNetwork); err != nil {
 						t.Fatal(err)
 					}
