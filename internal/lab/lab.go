@@ -107,19 +107,7 @@ func Up(ctx context.Context, o Options) (*File, error) {
 		f.Nodes = append(f.Nodes, n)
 	}
 	phase("nodes")
-	// Into every node at once: each load is one node's own engine unpacking
-	// the image (about 30 s on a new lab), which one core does.
-	loadErrs := make([]error, len(f.Nodes))
-	var loads sync.WaitGroup
-	for i, n := range f.Nodes {
-		loads.Add(1)
-		go func() {
-			defer loads.Done()
-			loadErrs[i] = loadNodeImage(ctx, n, image, o.Log)
-		}()
-	}
-	loads.Wait()
-	if err := errors.Join(loadErrs...); err != nil {
+	if err := loadNodeImages(ctx, f.Nodes, image, o.Log); err != nil {
 		return nil, err
 	}
 	phase("node image in nodes")
@@ -419,6 +407,23 @@ func removeExtraNodes(ctx context.Context, want int, log func(string, ...any)) e
 		}
 	}
 	return nil
+}
+
+// loadNodeImages loads the node image into every node at once: each load
+// is one node's own engine unpacking it (about 30 s on a new lab), which
+// one core does.
+func loadNodeImages(ctx context.Context, nodes []Node, image string, log func(string, ...any)) error {
+	errs := make([]error, len(nodes))
+	var loads sync.WaitGroup
+	for i, n := range nodes {
+		loads.Add(1)
+		go func() {
+			defer loads.Done()
+			errs[i] = loadNodeImage(ctx, n, image, log)
+		}()
+	}
+	loads.Wait()
+	return errors.Join(errs...)
 }
 
 // loadNodeImage puts the node image into the node's own Docker engine (no
