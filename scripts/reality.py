@@ -337,8 +337,15 @@ def serve_mp_by_hand(lab, row):
     finally:
         for rank, n in enumerate((lab.head, lab.worker)):
             if rank in pids:
-                lab.user(n, f"kill -TERM -{pids[rank]} 2>/dev/null; sleep 2; kill -KILL -{pids[rank]} 2>/dev/null; "
+                lab.user(n, f"kill -TERM -{pids[rank]} 2>/dev/null; {gone(pids[rank], 20)}; kill -KILL -{pids[rank]} 2>/dev/null; "
                             "pkill -KILL -u \"$(id -un)\" -f '[V]LLM::|[v]llm serve' 2>/dev/null; true")
+
+
+def gone(pgid, tenths):
+    """A shell loop that waits, at most tenths of a second, for process
+    group pgid to be gone (after a SIGTERM; the SIGKILL after it is for what
+    is left)."""
+    return f"i=0; while kill -0 -{pgid} 2>/dev/null && [ $i -lt {tenths} ]; do sleep 0.1; i=$((i+1)); done"
 
 
 def plan_verdict(tf, rc_file, d):
@@ -396,7 +403,7 @@ def serve_by_hand(lab, row, head_ip):
                 outcome = "failed at startup: " + (tail[:200] or "(no error line)")
         return outcome or f"no answer within {row.get('bound', 150)} s"
     finally:
-        lab.user(h, f"kill -TERM -{pid} 2>/dev/null; sleep 3; kill -KILL -{pid} 2>/dev/null; "
+        lab.user(h, f"kill -TERM -{pid} 2>/dev/null; {gone(pid, 30)}; kill -KILL -{pid} 2>/dev/null; "
                     "pkill -KILL -u \"$(id -un)\" -f 'VLLM::|vllm serve' 2>/dev/null; true")
 
 
