@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -82,13 +81,13 @@ func debianMirror() (string, error) {
 	return "", fmt.Errorf("no Debian mirror found in /etc/apt sources")
 }
 
-// ensureBaseImage builds a Debian base image with debootstrap + docker import
-// (no container registry is reachable from lab machines).
 // baseTag names the base image by its recipe.
 func baseTag() string {
 	return "spark-lab-base:" + recipeHash(debianSuite, "minbase", strings.Join(basePackages, ","))
 }
 
+// ensureBaseImage builds a Debian base image with debootstrap + docker import
+// (no container registry is reachable from lab machines).
 func ensureBaseImage(ctx context.Context, cacheDir string, log func(string, ...any)) (string, error) {
 	tag := baseTag()
 	if imageExists(ctx, tag) {
@@ -175,44 +174,26 @@ func volumeExists(ctx context.Context, name string) bool {
 	return err == nil
 }
 
-// wheelFetch is one environment's wheels, fetched in the background
-// (buildImages starts them all at once).
-type wheelFetch struct {
-	done chan struct{}
-	lazy func() // set when the fetch waits to be asked
-	dir  string
-	err  error
-}
-
-// startWheels fetches env's wheels in the background, unless its volume
-// is there already (then they are fetched only if ensurePyenv finds the
-// volume incomplete and asks); wait returns where they are.
-func startWheels(ctx context.Context, cacheDir string, env pyenvSpec, log func(string, ...any)) *wheelFetch {
-	w := &wheelFetch{done: make(chan struct{})}
-	folder := env.folder
+// startWheels returns where env's wheels are, once fetched. They are
+// fetched at once, in the background (buildImages starts every
+// environment's together), unless env's volume is there already: then only
+// if ensurePyenv finds it incomplete and asks.
+func startWheels(ctx context.Context, cacheDir string, env pyenvSpec, log func(string, ...any)) func() (string, error) {
+	fetch := func() (string, error) { return ensureWheels(ctx, cacheDir, env.folder, log) }
 	if volumeExists(ctx, pyenvVolume(baseTag(), env)) {
-		var once sync.Once
-		w.lazy = func() {
-			once.Do(func() {
-				w.dir, w.err = ensureWheels(ctx, cacheDir, folder, log)
-				close(w.done)
-			})
-		}
-		return w
+		return fetch
 	}
+	done := make(chan struct{})
+	var dir string
+	var err error
 	go func() {
-		defer close(w.done)
-		w.dir, w.err = ensureWheels(ctx, cacheDir, folder, log)
+		defer close(done)
+		dir, err = fetch()
 	}()
-	return w
-}
-
-func (w *wheelFetch) wait() (string, error) {
-	if w.lazy != nil {
-		w.lazy()
+	return func() (string, error) {
+		<-done
+		return dir, err
 	}
-	<-w.done
-	return w.dir, w.err
 }
 
 // ensureWheels downloads the pinned wheels on the host (PyPI is reachable

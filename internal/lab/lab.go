@@ -176,9 +176,9 @@ func phaseTimer(log func(string, ...any)) func(name string) {
 // fetched at once, beside debootstrap, and each environment installs as soon
 // as the base image and its own wheels are there.
 func buildImages(ctx context.Context, cacheDir string, log func(string, ...any), phase func(string)) (image string, volumes []string, err error) {
-	fetches := make([]*wheelFetch, len(pyenvs))
+	wheels := make([]func() (string, error), len(pyenvs))
 	for i, env := range pyenvs {
-		fetches[i] = startWheels(ctx, cacheDir, env, log)
+		wheels[i] = startWheels(ctx, cacheDir, env, log)
 	}
 	base, err := ensureBaseImage(ctx, cacheDir, log)
 	if err != nil {
@@ -186,7 +186,7 @@ func buildImages(ctx context.Context, cacheDir string, log func(string, ...any),
 	}
 	phase("base image")
 	for i, env := range pyenvs {
-		v, err := ensurePyenv(ctx, base, cacheDir, env, fetches[i].wait, log)
+		v, err := ensurePyenv(ctx, base, cacheDir, env, wheels[i], log)
 		if err != nil {
 			return "", nil, err
 		}
