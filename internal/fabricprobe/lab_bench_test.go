@@ -18,8 +18,8 @@ import (
 // sendall loop (one 4 MiB buffer, no token, no time box, not through the
 // provider), counted on the other by a bare receive loop, timed from its
 // first byte to the end, as the probe's receiver times its stream. 3 GiB
-// lasts about as long as the probe's 2 s on the lab: a shorter copy spends
-// more of itself in TCP's slow start, and read 1.45 to the probe with 1 GiB.
+// lasts about as long as the probe's 2 s on the lab, so both spend alike in
+// TCP's slow start (1 GiB read 1.45 to the probe, 3 GiB 1.39: not the cause).
 // The same 3 GiB written by dd into bash's /dev/tcp is a second reference:
 // dd reads /dev/zero into its block before each write.
 const plainReceiver = `python3 -c '
@@ -53,8 +53,8 @@ const plainResult = `i=0; while [ "$(wc -l < "$1")" -lt 2 ] && [ $i -lt 150 ]; d
 
 // BenchmarkFabricOnLab: the fabric probe (through the provider's own SSH
 // pool, as a plan runs it) beside a plain socket copy between the same two
-// lab nodes, alternating, 7 rounds; medians and their ratio (and dd's figure beside). `make
-// bench-fabric` (a lab up: `make lab-up`).
+// lab nodes, alternating, 7 rounds; medians and their ratio, dd's figure
+// beside. `make bench-fabric` (a lab up: `make lab-up`).
 func BenchmarkFabricOnLab(b *testing.B) {
 	f, err := lab.Load("../../.lab/lab.json")
 	if err != nil {

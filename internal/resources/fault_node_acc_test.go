@@ -155,10 +155,11 @@ func TestAccRayCluster_frozenNodeDuringPlan(t *testing.T) {
 }
 
 // A worker's fabric port set down under a cluster that runs on the fabric
-// is refused at plan (D33), and nothing starts. Then its link goes: once the head has marked the worker dead, the plan wants it back
-// and names why it cannot: its node_ip is no longer on the node; refused
-// at plan, nothing starts, and the way to destroy anyway is given. With the
-// link back, the same configuration applies and the worker rejoins.
+// is refused at plan (D33), and nothing starts. Then its link goes: once
+// the head has marked the worker dead, the plan wants it back and names
+// why it cannot: its node_ip is no longer on the node; refused at plan,
+// nothing starts, and the way to destroy anyway is given. With the link
+// back, the same configuration applies and the worker rejoins.
 func TestAccRayCluster_fabricLinkDown(t *testing.T) {
 	l := acctest.Lab(t)
 	head, w := l.Nodes[0], l.Nodes[1]
