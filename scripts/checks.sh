@@ -6,15 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() {
-  local name=$1 t0=$SECONDS; shift
-  echo "=== check $name: $*"
-  if ! "$@"; then
-    echo "=== check $name FAILED after $((SECONDS - t0))s"
-    exit 1
-  fi
-  echo "timing: $(printf '%-18s' "$name") $((SECONDS - t0))s"
-}
+source scripts/step.sh
 
 step tools         nice -n 19 make --no-print-directory tools
 # The unit tests' packages compiled ahead at nice 19 (-run '^$' runs none),

