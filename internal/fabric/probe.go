@@ -28,7 +28,7 @@ d=$(mktemp -d) || exit 1
 IFS= read -r tok
 printf '%s' "$tok" > "$d/token"
 setsid python3 -c '
-import os, socket, sys, time
+import os, socket, struct, sys, time
 ip, d = sys.argv[1], sys.argv[2]
 tok = open(d + "/token", "rb").read()
 os.remove(d + "/token")
@@ -41,7 +41,10 @@ try:
     open(d + "/port.tmp", "w").write(str(s.getsockname()[1]))
     os.rename(d + "/port.tmp", d + "/port")
     c, _ = s.accept()
-    c.settimeout(10)
+    # Blocking, with a receive timeout in the kernel: the way a plain copy
+    # reads (a Python timeout would poll before every read).
+    c.settimeout(None)
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 10, 0))
     deadline = time.time() + 20
     got = b""
     while len(got) < len(tok):
@@ -78,10 +81,18 @@ echo "@@probe $(cat "$d/port" 2>/dev/null || echo 0) $d"
 // counted) before it returns.
 const SenderScript = `IFS= read -r tok
 PROBE_TOKEN=$tok exec python3 -c '
-import os, socket, sys, time
+import os, socket, struct, sys, time
 s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+# Blocking sends, bounded by a send timeout in the kernel, as a plain copy
+# sends: with a Python timeout every sendall polls first and returns
+# partial writes, which read 10 to 35 % faster than a plain copy on the lab.
+s.settimeout(None)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 10, 0))
 s.sendall(os.environ["PROBE_TOKEN"].encode())
-buf = bytes(4 << 20)
+# A buffer whose pages are written (bytearray zeroes its memory), as a
+# payload is: bytes(n) maps the kernel zero page, which every send then
+# copies from the CPU cache, and read 25 % over a plain copy on the lab.
+buf = memoryview(bytearray(4 << 20))
 end = time.time() + float(sys.argv[3])
 while time.time() < end:
     s.sendall(buf)
