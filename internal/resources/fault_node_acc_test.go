@@ -3,6 +3,8 @@ package resources_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -154,8 +156,9 @@ func TestAccRayCluster_frozenNodeDuringPlan(t *testing.T) {
 	})
 }
 
-// A worker's fabric port set down under a cluster that runs on the fabric
-// is refused at plan (D33), and nothing starts. Then its link goes: once
+// A worker's fabric port at another MTU than the head's is a warning at
+// plan (D33), the plan passing and empty. Set down under a cluster that
+// runs on the fabric, the port is refused at plan (D33), and nothing starts. Then its link goes: once
 // the head has marked the worker dead, the plan wants it back and names
 // why it cannot: its node_ip is no longer on the node; refused at plan,
 // nothing starts, and the way to destroy anyway is given. With the link
@@ -181,11 +184,18 @@ func TestAccRayCluster_fabricLinkDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	portDown := false
+	mtu := strings.TrimSpace(acctest.OnNode(t, w, "read the fabric port's MTU", `cat "/sys/class/net/$1/mtu"`, port))
 	t.Cleanup(func() {
+		_, _ = lab.Exec(context.Background(), w, "ip", "link", "set", port, "mtu", mtu)
 		if portDown {
 			_, _ = lab.Exec(context.Background(), w, "ip", "link", "set", port, "up")
 		}
 	})
+	// The plan's warnings are read from its log: the testing framework
+	// does not hand them to a step.
+	logFile := filepath.Join(t.TempDir(), "trace.log")
+	t.Setenv("TF_LOG", "trace")
+	t.Setenv("TF_LOG_PATH", logFile)
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
 		ProtoV6ProviderFactories: acctest.Factories,
@@ -193,11 +203,33 @@ func TestAccRayCluster_fabricLinkDown(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: config},
 			{
-				// First the port alone, set down (the interface and its
+				// The worker's port at MTU 9000, the head's at the lab's: a
+				// warning, not a refusal (TCP and NCCL settle on the smaller
+				// MTU, and the pair serves), so the plan passes, empty.
+				PreConfig: func() {
+					headBefore, workerBefore = pids(head), pids(w)
+					acctest.OnNode(t, w, "set the fabric port's MTU to 9000", `ip link set "$1" mtu 9000`, port)
+				},
+				Config:   config,
+				PlanOnly: true,
+			},
+			{
+				// Then the port alone, set down (the interface and its
 				// address stay, as a pulled cable leaves them): D33 refuses
 				// at plan, naming the port, and nothing starts.
 				PreConfig: func() {
-					headBefore, workerBefore = pids(head), pids(w)
+					b, err := os.ReadFile(logFile)
+					if err != nil {
+						t.Fatal(err)
+					}
+					warned := regexp.MustCompile(`(?s)The two ends of the fabric have different MTUs.{0,400}?` + regexp.QuoteMeta(port) + ` on ` + w.Name + ` has MTU 9000`)
+					if !warned.Match(b) {
+						t.Fatalf("the plan did not warn that %s on %s has MTU 9000 and the head's port %s (log %s)", port, w.Name, mtu, logFile)
+					}
+					acctest.OnNode(t, w, "set the fabric port's MTU back", `ip link set "$1" mtu "$2"`, port, mtu)
+					if now := pids(head) + "|" + pids(w); now != headBefore+"|"+workerBefore {
+						t.Fatalf("the plan that warned of the MTUs changed Ray's daemons.\nbefore: %s | %s\nafter: %s", headBefore, workerBefore, now)
+					}
 					acctest.OnNode(t, w, "set the fabric port down", "ip link set \"$1\" down", port)
 					portDown = true
 				},

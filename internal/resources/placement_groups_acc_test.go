@@ -95,7 +95,9 @@ func TestAccRayCluster_placementGroupsRead(t *testing.T) {
 // cluster's Python, and waits (bounded) until its group is created.
 func holdGPU(l *lab.File, n lab.Node, gcs string) error {
 	ctx := context.Background()
-	start := `printf '%s' "$3" > /tmp/spark-pg-holder.py && setsid "$1" /tmp/spark-pg-holder.py "$2" 900 > /tmp/spark-pg-holder.log 2>&1 < /dev/null &
+	// The log of an earlier run goes first: its "holding" line would end
+	// the wait below before this holder has its group.
+	start := `rm -f /tmp/spark-pg-holder.log; printf '%s' "$3" > /tmp/spark-pg-holder.py && setsid "$1" /tmp/spark-pg-holder.py "$2" 900 > /tmp/spark-pg-holder.log 2>&1 < /dev/null &
 for i in $(seq 1 90); do grep -q '^holding' /tmp/spark-pg-holder.log && exit 0; sleep 1; done
 cat /tmp/spark-pg-holder.log; exit 1`
 	if out, err := lab.ExecAs(ctx, n, l.SSHUser, "sh", "-c", start, "sh", n.PythonCommand, gcs, pgHolder); err != nil {

@@ -2,50 +2,31 @@ package resources
 
 import (
 	"context"
-	"fmt"
 	"maps"
-	"math"
 	"slices"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/fabric"
-	"github.com/lab-infra/terraform-provider-spark/internal/fabricprobe"
 	"github.com/lab-infra/terraform-provider-spark/internal/finding"
-	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
 )
 
 // measureFabric runs the fabric probe from the head to each worker over
 // the addresses Ray registers (registered: node name -> IP), when
-// fabric_probe is set: each figure, and a D33 finding for each link under
-// min_gbps or that could not be measured. nil figures: no probe.
+// fabric_probe is set (probeLinks). nil figures: no probe.
 func (r *rayClusterResource) measureFabric(ctx context.Context, m *clusterModel, spec raycluster.Spec, registered map[string]string) (map[string]attr.Value, []finding.Finding) {
 	if m.FabricProbe == nil {
 		return nil, nil
 	}
-	floor := m.FabricProbe.MinGbps.ValueFloat64()
-	head := fabric.End{Node: raycluster.HeadName, IP: registered[raycluster.HeadName]}
-	figures := map[string]attr.Value{}
-	var found []finding.Finding
+	head := probeEnd{End: fabric.End{Node: raycluster.HeadName, IP: registered[raycluster.HeadName]}, Endpoint: spec.Head.Endpoint}
+	var to []probeEnd
 	for _, name := range spec.WorkerNames() {
 		w := spec.Workers[name]
-		to := fabric.End{Node: name, IP: registered[name]}
-		gbps, err := fabricprobe.Run(ctx, r.mgr.Pool, spec.Head.Endpoint, w.Endpoint, to.IP)
-		if err != nil {
-			found = append(found, finding.Finding{Rule: preflight.D33, Node: name, Path: w.Path, Summary: "The fabric probe did not complete",
-				Detail: fmt.Sprintf("A TCP stream from the head (%s) to %s (%s), on a port the kernel picks, did not complete: %v. NCCL and gloo open "+
-					"such ports between the nodes too. Check a firewall between them, or remove fabric_probe.", head.IP, name, to.IP, err)})
-			continue
-		}
-		figures[name] = types.Float64Value(math.Round(gbps*10) / 10)
-		if floor > 0 && gbps < floor {
-			p := fabric.BelowFloor(head, to, gbps, floor)
-			found = append(found, finding.Finding{Rule: preflight.D33, Node: name, Path: w.Path, Summary: p.Summary, Detail: p.Detail})
-		}
+		to = append(to, probeEnd{End: fabric.End{Node: name, IP: registered[name]}, Endpoint: w.Endpoint, Path: w.Path})
 	}
-	return figures, found
+	return probeLinks(ctx, r.mgr.Pool, m.FabricProbe.floor(), head, to)
 }
 
 // planFabric plans fabric_gbps: null without fabric_probe; what the state

@@ -36,10 +36,6 @@ type clusterModel struct {
 	Timeouts      timeouts.Value           `tfsdk:"timeouts"`
 }
 
-type fabricProbeModel struct {
-	MinGbps types.Float64 `tfsdk:"min_gbps"`
-}
-
 type rayNodeModel struct {
 	schemaparts.NodeAccess
 	NodeIP       types.String `tfsdk:"node_ip"`

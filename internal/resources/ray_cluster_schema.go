@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
@@ -87,6 +86,8 @@ func nodeAttributes(head bool) map[string]schema.Attribute {
 }
 
 func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	probe, gbps := fabricProbeAttributes(probeWords{from: "the head", to: "each worker", between: "the addresses Ray registers",
+		each: "worker", what: "cluster", changed: "its workers"})
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "A Ray cluster — a head and workers — started over SSH. The plan reads every node first and predicts " +
 			"the IP Ray will register for each; a `node_ip` not bound on its node, a worker that cannot reach the head over a " +
@@ -144,18 +145,8 @@ func (r *rayClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"token it has at Ray's default path `~/.ray/auth_token` or gets a random one; every worker gets the same token in a " +
 					"0600 file. The token never reaches state, plan or argv; `ray` run by hand on a node finds it. `disabled`: anyone " +
 					"who reaches the GCS or dashboard can run code on every node."},
-			"fabric_probe": schema.SingleNestedAttribute{Optional: true,
-				MarkdownDescription: "Measure the fabric at every plan: one TCP stream from the head to each worker, between the addresses " +
-					"Ray registers, for 2 s (about 3 s per worker, so it is opt-in). Its figures go to `fabric_gbps`; a link under " +
-					"`min_gbps` is refused at plan (D33), a fault now on a running cluster, so a scheduled `plan -detailed-exitcode` fails on a " +
-					"link that degraded. One Python stream is a floor that shows a link at a fraction of its rate, not the RDMA rate NCCL reaches.",
-				Attributes: map[string]schema.Attribute{
-					"min_gbps": schema.Float64Attribute{Optional: true, Validators: []validator.Float64{float64validator.AtLeast(0)},
-						MarkdownDescription: "The least Gb/s each worker's link must carry; unset or 0 measures without a floor."},
-				}},
-			"fabric_gbps": schema.MapAttribute{Computed: true, ElementType: types.Float64Type,
-				MarkdownDescription: "With `fabric_probe`: Gb/s from the head to each worker (by name), measured at the plan that created " +
-					"the cluster or changed its workers or the probe; each later plan measures again against `min_gbps` without changing it."},
+			"fabric_probe": probe,
+			"fabric_gbps":  gbps,
 			"head_address": schema.StringAttribute{Computed: true, MarkdownDescription: "`<head registered ip>:<gcs_port>`: the address workers (and vLLM's `ray_address`) join."},
 			"ray_version":  schema.StringAttribute{Computed: true, MarkdownDescription: "Ray version running on the cluster."},
 			"timeouts":     timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),

@@ -57,6 +57,7 @@ func (r *mpResource) launch(ctx context.Context, m *mpModel, sec mpdeploy.Secret
 		n.ProcessIdentity = types.StringValue(ids[name])
 	}
 	m.Status = types.StringValue(mpdeploy.Serving)
+	r.applyFabric(ctx, m, spec)
 	m.APIKeyWO, m.SecretEnvWO = types.StringNull(), types.MapNull(types.StringType) // write-only: never in state
 }
 
@@ -132,6 +133,9 @@ func (r *mpResource) Update(ctx context.Context, req resource.UpdateRequest, res
 			n.ProcessIdentity = state.Nodes[name].ProcessIdentity
 		}
 		plan.APIKeyWO, plan.SecretEnvWO = types.StringNull(), types.MapNull(types.StringType)
+		if spec, d := plan.spec(ctx); !d.HasError() { // fabric_probe set or changed: measured now
+			r.applyFabric(ctx, &plan, spec)
+		}
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 		return
 	}
@@ -199,14 +203,16 @@ func (r *mpResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	if resp.Diagnostics.Append(diags...); resp.Diagnostics.HasError() {
 		return
 	}
-	var found []finding.Finding
+	var found, probed []finding.Finding
 	if spec.Known() {
 		var version string
 		version, found = r.dep.Check(ctx, spec, ours)
 		if version != "" {
 			plan.VLLMVersion = types.StringValue(version)
 		}
+		_, probed = r.measureFabric(ctx, &plan, spec)
 	}
+	planMPFabric(state, &plan, spec)
 	// Every rank starts anew (new processes), or keeps running: the
 	// framework plans a computed value unknown on any change, so the
 	// running processes are planned back from the state.
@@ -221,6 +227,8 @@ func (r *mpResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	if !starts {
 		d = startGuardsAsWarnings(d)
 	}
+	// A link under its floor is a fault now, whatever the plan starts.
+	d.Append(preflightDiags(probed)...)
 	if resp.Diagnostics.Append(withDestroyHint(d)...); resp.Diagnostics.HasError() {
 		return
 	}

@@ -30,6 +30,7 @@ type mpDeploy struct {
 	hostKeys   bool   // pin each node's host key
 	keyLine    string // the API key's attribute lines (keySetup)
 	kvGiB      string // VLLM_CPU_KVCACHE_SPACE; "" the lab's 1
+	minGbps    string // fabric_probe's floor; "" no fabric_probe
 }
 
 // fabricPorts is each lab node's fabric port name, read off the node.
@@ -61,6 +62,9 @@ func (d mpDeploy) config(l *lab.File, ports map[string]string) string {
 	master := ""
 	if d.masterAddr != "" {
 		master = fmt.Sprintf("master_addr = %q", d.masterAddr)
+	}
+	if d.minGbps != "" {
+		master += fmt.Sprintf("\n  fabric_probe = { min_gbps = %s }", d.minGbps)
 	}
 	var nodes []string
 	for i, n := range l.Nodes[:2] {
@@ -97,7 +101,9 @@ resource "spark_vllm_mp_deployment" "pair" {
 // no Ray anywhere, as the ordinary SSH user: the plan refuses the mistakes
 // real vLLM hangs or fails on (each a plan-only step, after which nothing
 // runs on the nodes); the clean configuration serves a real completion
-// from TP=2 over the fabric; a second plan is empty; a headless rank killed
+// from TP=2 over the fabric; a second plan is empty; fabric_probe set
+// measures rank 0 -> rank 1 and restarts nothing, a floor the link cannot
+// carry is refused; a headless rank killed
 // shows at plan and the apply brings the whole set back; destroy leaves no
 // vLLM on either node.
 func TestAccVLLMMPDeployment_servesAcrossTwoNodes(t *testing.T) {
@@ -121,6 +127,7 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 		vars = "variable \"vllm_api_key\" {\n  type      = string\n  sensitive = true\n}\n"
 	}
 	clean := vars + mpDeploy{keyLine: key}.config(l, ports)
+	probed := vars + mpDeploy{hostKeys: true, keyLine: key, minGbps: "0.5"}.config(l, ports)
 	// The same process on each node across the steps that restart nothing.
 	sameProcess := statecheck.CompareValue(compare.ValuesSame())
 	identity := tfjsonpath.New("nodes").AtMapKey(rank1.Name).AtMapKey("process_identity")
@@ -136,6 +143,11 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 		resource.TestStep{ // a KV cache larger than the nodes have (each node judged on its own memory)
 			Config:      mpDeploy{kvGiB: "4096"}.config(l, ports),
 			ExpectError: regexp.MustCompile(`(?s)The KV cache asked for is not free on the node.*4096\.00 GiB KV cache.*available as vLLM reads it.*Rule D32`),
+		},
+		resource.TestStep{ // a fabric floor the lab's link cannot carry (measured rank 0 -> rank 1 on their node_ip)
+			Config: mpDeploy{minGbps: "100000"}.config(l, ports),
+			ExpectError: regexp.MustCompile(`(?s)The fabric carries less than its floor.*` + rank0.Name + ` -> ` + rank1.Name + ` over ` +
+				regexp.QuoteMeta(rank0.FabricIP) + ` -> ` + regexp.QuoteMeta(rank1.FabricIP) + `.*min_gbps = 100000.*Rule D33`),
 		},
 		resource.TestStep{
 			PreConfig:   held,
@@ -162,14 +174,22 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 		}),
 		resource.TestStep{Config: clean, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
 		resource.TestStep{
-			// Pinning the host keys changes how the nodes are checked, not what runs.
-			Config: vars + mpDeploy{hostKeys: true, keyLine: key}.config(l, ports),
+			// Pinning the host keys and measuring the fabric change how the
+			// nodes are checked, not what runs.
+			Config: probed,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				plancheck.ExpectResourceAction(mpAddr, plancheck.ResourceActionUpdate),
 				plancheck.ExpectKnownValue(mpAddr, identity, knownvalue.NotNull()),
+				plancheck.ExpectUnknownValue(mpAddr, tfjsonpath.New("fabric_gbps")),
 			}},
-			ConfigStateChecks: []statecheck.StateCheck{sameProcess.AddStateValue(mpAddr, identity)},
+			ConfigStateChecks: []statecheck.StateCheck{
+				sameProcess.AddStateValue(mpAddr, identity),
+				statecheck.ExpectKnownValue(mpAddr, tfjsonpath.New("fabric_gbps"), knownvalue.MapSizeExact(1)),
+				statecheck.ExpectKnownValue(mpAddr, tfjsonpath.New("fabric_gbps").AtMapKey(rank1.Name), knownvalue.NotNull()),
+			},
 		},
+		// Measured again at the next plan, against the floor, without a diff.
+		resource.TestStep{Config: probed, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
 		resource.TestStep{
 			// A headless rank dies: the plan shows it, the apply restarts the set.
 			PreConfig: func() {

@@ -39,6 +39,8 @@ type mpModel struct {
 	Endpoint        types.String            `tfsdk:"endpoint"`
 	VLLMVersion     types.String            `tfsdk:"vllm_version"`
 	Status          types.String            `tfsdk:"status"`
+	FabricProbe     *fabricProbeModel       `tfsdk:"fabric_probe"`
+	FabricGbps      types.Map               `tfsdk:"fabric_gbps"`
 	Timeouts        timeouts.Value          `tfsdk:"timeouts"`
 }
 

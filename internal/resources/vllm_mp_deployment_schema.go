@@ -39,6 +39,8 @@ func mpNodeAttributes() map[string]schema.Attribute {
 
 func (r *mpResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	restart := " Changing it restarts every rank, behind the same readiness gate."
+	probe, gbps := fabricProbeAttributes(probeWords{from: "rank 0's node", to: "each other node", between: "their `node_ip`",
+		each: "node", what: "deployment", changed: "its nodes"})
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "One model served across nodes by vLLM's own multi-node mode, with no Ray: `vllm serve --nnodes N " +
 			"--node-rank R --master-addr A --master-port P` on every node, `--headless` on all but rank 0, which serves the API. " +
@@ -98,7 +100,9 @@ func (r *mpResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 			"vllm_version": schema.StringAttribute{Computed: true, MarkdownDescription: "The vLLM version on rank 0's node, read at plan."},
 			"status": schema.StringAttribute{Computed: true, MarkdownDescription: "`serving` when every rank runs and rank 0's `/health` " +
 				"answers; otherwise which ranks stopped. Planned as `serving`: a stopped rank is a change the apply makes."},
-			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"fabric_probe": probe,
+			"fabric_gbps":  gbps,
+			"timeouts":     timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
 }
