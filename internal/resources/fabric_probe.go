@@ -3,7 +3,9 @@ package resources
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -54,6 +56,23 @@ func probeLinks(ctx context.Context, pool *transport.Pool, floor float64, from p
 		}
 	}
 	return figures, found
+}
+
+// plannedFigures is fabric_gbps at plan, on every multi-node resource:
+// null when nothing is probed; the figures in state (null: none to keep)
+// while they are of the same nodes, so a later plan measures against the
+// floor without a diff (the figure moves a little at every run); else
+// unknown, measured by the apply (Terraform plans again at apply, and a
+// figure planned now would not be the one it measures).
+func plannedFigures(probed bool, state types.Map, nodes []string) types.Map {
+	switch {
+	case !probed:
+		return types.MapNull(types.Float64Type)
+	case !state.IsNull() && !state.IsUnknown() && slices.Equal(slices.Sorted(maps.Keys(state.Elements())), slices.Sorted(slices.Values(nodes))):
+		return state
+	default:
+		return types.MapUnknown(types.Float64Type)
+	}
 }
 
 // floor is fabric_probe's min_gbps (0 when unset).

@@ -29,21 +29,14 @@ func (r *rayClusterResource) measureFabric(ctx context.Context, m *clusterModel,
 	return probeLinks(ctx, r.mgr.Pool, m.FabricProbe.floor(), head, to)
 }
 
-// planFabric plans fabric_gbps: null without fabric_probe; what the state
-// has where the cluster keeps its workers and the probe (a later plan
-// measures against the floor without a diff: the figure moves a little at
-// every run); else unknown, measured by the apply (Terraform plans again
-// at apply, and a figure planned now would not be the one it measures).
+// planFabric plans fabric_gbps (plannedFigures): the state's figures are
+// kept only where the cluster is not created anew.
 func planFabric(c *clusterPlan) {
-	switch {
-	case c.plan.FabricProbe == nil:
-		c.plan.FabricGbps = types.MapNull(types.Float64Type)
-	case !c.creating && c.state != nil && !c.state.FabricGbps.IsNull() && !c.state.FabricGbps.IsUnknown() &&
-		slices.Equal(slices.Sorted(maps.Keys(c.state.FabricGbps.Elements())), slices.Sorted(maps.Keys(c.plan.Workers))):
-		c.plan.FabricGbps = c.state.FabricGbps
-	default:
-		c.plan.FabricGbps = types.MapUnknown(types.Float64Type)
+	var state types.Map
+	if !c.creating && c.state != nil {
+		state = c.state.FabricGbps
 	}
+	c.plan.FabricGbps = plannedFigures(c.plan.FabricProbe != nil, state, slices.Collect(maps.Keys(c.plan.Workers)))
 }
 
 // applyFabric settles fabric_gbps at apply where the plan could not

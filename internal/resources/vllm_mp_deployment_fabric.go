@@ -2,8 +2,6 @@ package resources
 
 import (
 	"context"
-	"maps"
-	"slices"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -31,25 +29,19 @@ func (r *mpResource) measureFabric(ctx context.Context, m *mpModel, spec mpdeplo
 	return probeLinks(ctx, r.dep.Pool, m.FabricProbe.floor(), end(spec.Nodes[0]), to)
 }
 
-// planMPFabric plans fabric_gbps as the cluster's planFabric does: null
-// without fabric_probe or a second node; the state's figures while the
-// nodes measured are the same (a later plan measures against the floor
-// without a diff); else unknown, measured by the apply.
+// planMPFabric plans fabric_gbps (plannedFigures), for the nodes after
+// rank 0's: null without fabric_probe or a second node, as nothing is
+// measured then (an unknown would never settle).
 func planMPFabric(state, plan *mpModel, spec mpdeploy.Spec) {
+	var was types.Map
+	if state != nil {
+		was = state.FabricGbps
+	}
 	var others []string
 	for _, n := range spec.Nodes[min(1, len(spec.Nodes)):] {
 		others = append(others, n.Name)
 	}
-	slices.Sort(others)
-	switch {
-	case plan.FabricProbe == nil || len(spec.Nodes) < 2:
-		plan.FabricGbps = types.MapNull(types.Float64Type)
-	case state != nil && !state.FabricGbps.IsNull() && !state.FabricGbps.IsUnknown() &&
-		slices.Equal(slices.Sorted(maps.Keys(state.FabricGbps.Elements())), others):
-		plan.FabricGbps = state.FabricGbps
-	default:
-		plan.FabricGbps = types.MapUnknown(types.Float64Type)
-	}
+	plan.FabricGbps = plannedFigures(plan.FabricProbe != nil && len(spec.Nodes) > 1, was, others)
 }
 
 // applyFabric settles fabric_gbps at apply where the plan could not.
