@@ -13,7 +13,6 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/mpdeploy"
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
-	"github.com/lab-infra/terraform-provider-spark/internal/supervise"
 )
 
 var (
@@ -94,25 +93,14 @@ func (r *mpResource) Read(ctx context.Context, req resource.ReadRequest, resp *r
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if m.Restart.IsNull() {
-		// State from before restart existed: its ranks run detached.
-		m.Restart = types.StringValue(supervise.No)
-	}
 	spec, diags := m.spec(ctx)
 	if resp.Diagnostics.Append(diags...); resp.Diagnostics.HasError() {
 		return
 	}
-	status, now, found := r.dep.Status(ctx, spec, m.identities())
-	d := preflightDiags(found)
-	if d.HasError() {
+	status, found := r.dep.Status(ctx, spec, m.identities())
+	if d := preflightDiags(found); d.HasError() {
 		resp.Diagnostics.Append(withGoneHint(d)...) // state kept
 		return
-	}
-	// Warnings: a rank systemd restarted since the apply, which runs under
-	// the identity it has now.
-	resp.Diagnostics.Append(d...)
-	for name, n := range m.Nodes {
-		n.ProcessIdentity = types.StringValue(now[name])
 	}
 	if status == mpdeploy.Busy {
 		// A server under load answers /health late: kept, not restarted.
