@@ -192,6 +192,7 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 		resource.TestStep{Config: probed, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
 		resource.TestStep{
 			// A headless rank dies: the plan shows it, the apply restarts the set.
+			SkipFunc: terraformOnly,
 			PreConfig: func() {
 				acctest.OnNode(t, rank1, "kill the headless rank", `pkill -KILL -f '[v]llm serve' ; pkill -KILL -f '[V]LLM::' ; true`)
 			},
@@ -205,6 +206,7 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 		resource.TestStep{
 			// Data parallel instead of tensor parallel: one engine on each node,
 			// one API on rank 0; the set restarts.
+			SkipFunc: terraformOnly,
 			Config: vars + mpDeploy{tp: 1, dp: 2, keyLine: key}.config(l, ports),
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				plancheck.ExpectResourceAction(mpAddr, plancheck.ResourceActionUpdate),
