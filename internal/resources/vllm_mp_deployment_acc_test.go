@@ -207,7 +207,7 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 			// Data parallel instead of tensor parallel: one engine on each node,
 			// one API on rank 0; the set restarts.
 			SkipFunc: terraformOnly,
-			Config: vars + mpDeploy{tp: 1, dp: 2, keyLine: key}.config(l, ports),
+			Config:   vars + mpDeploy{tp: 1, dp: 2, keyLine: key}.config(l, ports),
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				plancheck.ExpectResourceAction(mpAddr, plancheck.ResourceActionUpdate),
 				plancheck.ExpectUnknownValue(mpAddr, identity),
