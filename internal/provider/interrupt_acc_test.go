@@ -85,15 +85,15 @@ func (d *driver) apply(ctx context.Context, name string, prior, cfg, planned *tf
 }
 
 // ctrlC presses Ctrl-C (StopProvider, then the apply's context cancelled,
-// as Terraform does) settle after seen (a shell command, run on n as root)
-// first prints something. It reports whether it did.
-func (d *driver) ctrlC(n lab.Node, seen string, settle time.Duration, cancel context.CancelFunc) <-chan bool {
+// as Terraform does) settle after seen (a shell script, run on n as root
+// with args as $1...) first prints something. It reports whether it did.
+func (d *driver) ctrlC(n lab.Node, settle time.Duration, cancel context.CancelFunc, seen string, args ...string) <-chan bool {
 	ctx := context.Background()
 	pressed := make(chan bool, 1)
 	go func() {
 		deadline := time.Now().Add(3 * time.Minute)
 		for time.Now().Before(deadline) {
-			if out, _ := lab.Exec(ctx, n, "sh", "-c", seen+" || true"); strings.TrimSpace(out) != "" {
+			if out, _ := lab.Exec(ctx, n, append([]string{"sh", "-c", seen + " || true", "sh"}, args...)...); strings.TrimSpace(out) != "" {
 				time.Sleep(settle)
 				if _, err := d.srv.StopProvider(ctx, &tfprotov6.StopProviderRequest{}); err != nil {
 					d.t.Errorf("StopProvider: %v", err)
@@ -146,7 +146,7 @@ func TestAccFault_interruptedCreateLeavesNothingRunning(t *testing.T) {
 			cfg, planned := d.plan("spark_ray_cluster", config, nil)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			pressed := d.ctrlC(c.watch, `pgrep -f '(^|/)ray start( |$)'`, 500*time.Millisecond, cancel)
+			pressed := d.ctrlC(c.watch, 500*time.Millisecond, cancel, `pgrep -f '(^|/)ray start( |$)'`)
 			_, errs := d.apply(ctx, "spark_ray_cluster", nil, cfg, planned)
 			if !<-pressed {
 				t.Fatalf("ray start was never seen running on %s: the interruption was not exercised", c.watch.Name)
@@ -210,7 +210,7 @@ func TestAccFault_interruptedVLLMLaunchLeavesNothingRunning(t *testing.T) {
 	cfg, planned = d.plan("spark_vllm_deployment", deployment, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	pressed := d.ctrlC(head, `pgrep -f '[v]llm serve'`, 3*time.Second, cancel)
+	pressed := d.ctrlC(head, 3*time.Second, cancel, `pgrep -f '[v]llm serve'`)
 	_, errs = d.apply(ctx, "spark_vllm_deployment", nil, cfg, planned)
 	if !<-pressed {
 		t.Fatal("vllm serve was never seen running on the head: the interruption was not exercised")
@@ -258,7 +258,7 @@ func TestAccFault_interruptedModelCopyConverges(t *testing.T) {
 	// before the first bytes there is no .partial (CI once pressed 300 ms
 	// after the receiver started, and the target held nothing), and once
 	// the file is whole the receiver hashes and renames it.
-	pressed := d.ctrlC(target, `pgrep -f '[d]ef receive' >/dev/null && find `+base+`/dst -name '*.partial' -size +0c -size -2097152k`, 0, cancel)
+	pressed := d.ctrlC(target, 0, cancel, `pgrep -f '[d]ef receive' >/dev/null && find "$1" -name '*.partial' -size +0c -size -2097152k`, base+"/dst")
 	state, errs := d.apply(ctx, "spark_model", nil, cfg, planned)
 	if !<-pressed {
 		t.Fatal("the receiver was never seen running on the target: the interruption was not exercised")
