@@ -33,13 +33,16 @@ const (
 // procps for pgrep/pkill, libnuma1 for vLLM's CPU kernels (vllm._C), g++ and
 // python3-dev for the kernels torch's inductor compiles when vLLM runs tensor
 // parallel on CPU ("No working C++ compiler", then "Python.h: No such file"
-// without them), dumb-init to reap orphaned Ray processes, a Docker engine
+// without them), systemd as PID 1 with logind (lingering user managers) and
+// D-Bus, as on DGX OS (nodeimage/node-init), dumb-init to reap orphaned Ray
+// processes in the containers the container runtime runs from this same
+// image, a Docker engine
 // so the container runtime runs for real inside each node, and rsync, which
 // Ray's cluster launcher (`ray up`, the yardstick of `make bench`) needs on
 // every node it starts.
 var basePackages = []string{
 	"openssh-server", "python3", "python3-venv", "iproute2", "procps",
-	"dumb-init", "ca-certificates", "util-linux", "docker.io", "libnuma1", "g++", "python3-dev", "rsync",
+	"systemd", "systemd-sysv", "libpam-systemd", "dbus", "dumb-init", "ca-certificates", "util-linux", "docker.io", "libnuma1", "g++", "python3-dev", "rsync",
 }
 
 // recipeHash names an image by everything that goes into it, so a changed
@@ -306,8 +309,13 @@ func ensureNodeImage(ctx context.Context, base, cacheDir string, log func(string
 		return "", err
 	}
 	if _, err := docker(ctx, nil, "commit",
+		// The image's own entrypoint is for the containers the container
+		// runtime runs from it inside a node (`docker run -d IMAGE sleep
+		// infinity`: dumb-init reaps orphaned Ray processes there); a lab
+		// node itself starts node-init (systemd) instead (ensureNode).
 		"--change", `ENTRYPOINT ["/usr/bin/dumb-init", "--"]`,
-		"--change", `CMD ["/usr/local/sbin/node-init"]`,
+		"--change", `CMD ["sleep", "infinity"]`,
+		"--change", "ENV container=docker", // systemd knows it runs in a container
 		"--change", "LABEL "+labLabel+"=1",
 		"--change", "ENV PATH=/opt/ray/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		builder, tag); err != nil {

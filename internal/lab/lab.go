@@ -314,17 +314,21 @@ func ensureNode(ctx context.Context, n *Node, image string, volumes []string, au
 	default:
 		if err == nil {
 			log("node %s: image or python environment changed, recreating", n.Name)
-			if _, err := docker(ctx, nil, "rm", "-f", n.Container); err != nil {
+			if _, err := docker(ctx, nil, "rm", "-f", "-v", n.Container); err != nil {
 				return err
 			}
 		}
 		log("node %s: creating %s (external %s, fabric %s)", n.Name, n.Container, n.ExternalIP, n.FabricIP)
-		// The flags let the node run its own Docker engine without --privileged.
+		// The flags let the node run systemd as PID 1 and its own Docker
+		// engine without --privileged (nodeimage/node-init): a private
+		// cgroup namespace, and /run on tmpfs as systemd wants it.
 		args := []string{"run", "-d", "--name", n.Container, "--hostname", n.Name,
 			"--label", labLabel + "=1", "--label", pyenvLabel + "=" + pyenv, "--shm-size", "2g",
 			"--cap-add=ALL", "--cap-drop=SYS_RESOURCE",
 			"--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
-			"--cgroupns", "host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "-v", "/var/lib/docker",
+			"--cgroupns", "private", "--tmpfs", "/run", "--tmpfs", "/run/lock", "-v", "/var/lib/docker",
+			"--stop-signal", "SIGRTMIN+3", // systemd's "shut down"
+			"--entrypoint", "/usr/local/sbin/node-init",
 			"--network", ExternalNetwork, "--ip", n.ExternalIP}
 		for i, env := range pyenvs { // each environment, read-only where it lives
 			args = append(args, "-v", volumes[i]+":"+env.mount+":ro")
@@ -348,7 +352,10 @@ func ensureNode(ctx context.Context, n *Node, image string, volumes []string, au
 
 // authorizeScript makes the ordinary users ($@: home, login shell, the
 // docker group) and puts the key on stdin in their authorized_keys and
-// root's.
+// root's. The first one lingers (its systemd user manager runs from boot,
+// so its units come back after a restart of the node), as an operator
+// sets up a serving account once with "loginctl enable-linger"; the
+// second does not, as most accounts do not.
 const authorizeScript = `set -eu
 key=$(cat)
 for u in "$@"; do
@@ -365,7 +372,10 @@ for home in /root $(for u in "$@"; do getent passwd "$u" | cut -d: -f6; done); d
   grep -qxF "$key" "$f" || printf '%s\n' "$key" >> "$f"
   chown "$owner:$owner" "$f"
   chmod 0600 "$f"
-done`
+done
+install -d /var/lib/systemd/linger && touch "/var/lib/systemd/linger/$1"
+# logind reads the linger files when it starts; one already running is told.
+for i in $(seq 40); do loginctl enable-linger "$1" 2>/dev/null && break; sleep 0.25; done`
 
 // waitHostKey waits for the node's first-boot host key and sshd's port.
 func waitHostKey(ctx context.Context, n *Node) error {
@@ -401,7 +411,7 @@ func removeExtraNodes(ctx context.Context, want int, log func(string, ...any)) e
 		var i int
 		if _, err := fmt.Sscanf(name, containerPrefix+"%d", &i); err == nil && i > want {
 			log("node %s: removing (lab now has %d nodes)", name, want)
-			if _, err := docker(ctx, nil, "rm", "-f", name); err != nil {
+			if _, err := docker(ctx, nil, "rm", "-f", "-v", name); err != nil {
 				return err
 			}
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lab-infra/terraform-provider-spark/internal/mpplan"
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
+	"github.com/lab-infra/terraform-provider-spark/internal/supervise"
 	"github.com/lab-infra/terraform-provider-spark/internal/vllm"
 )
 
@@ -20,9 +21,11 @@ import (
 // routes to read (space-separated), $6 the deployment's directory key,
 // (the model's config.json and weight files, for the memory estimate, are
 // read where the model is a path),
-// whose unfinished launch (vllm.UnfinishedScript) it reads too. vLLM's version is read by the Python
+// whose unfinished launch (vllm.UnfinishedScript) it reads too, in the
+// private directory $7 names ("" or "home", vllm.Server.Private); and what
+// a systemd unit needs (supervise.HostScript). vLLM's version is read by the Python
 // on the vllm command's #! line, without importing vLLM.
-const FactsScript = `vllm=${1:-vllm} master=$2 model=$3 ports=$4 peers=$5 key=$6
+const FactsScript = `vllm=${1:-vllm} master=$2 model=$3 ports=$4 peers=$5 key=$6 private_arg=$7
 path=$(command -v "$vllm" 2>/dev/null) || path=
 py=
 if [ -n "$path" ]; then py=$(sed -n '1s/^#![[:space:]]*//p' "$path" 2>/dev/null | cut -d' ' -f1); fi
@@ -47,11 +50,13 @@ echo @@model_weights
 case $model in
 /*|./*|../*) find -L "$model" -maxdepth 1 -type f \( -name '*.safetensors' -o -name '*.bin' -o -name '*.pt' -o -name '*.pth' \) -printf '%s\t%P\n' 2>/dev/null ;;
 esac
+echo @@supervisor
+` + supervise.HostScript + `
 echo @@unfinished
 unfinished() (
 ` + vllm.UnfinishedScript + `
 )
-unfinished "$key" ""
+unfinished "$key" "$private_arg"
 echo @@done
 `
 
@@ -86,6 +91,7 @@ func ParseFacts(out string, ports []int) (mpplan.Seen, leftover, error) {
 	model, rest, _ := strings.Cut(rest, "@@model_config\n")
 	config, rest, _ := strings.Cut(rest, "@@model_weights\n")
 	weights, rest, _ := strings.Cut(rest, "@@unfinished\n")
+	weights, host, _ := strings.Cut(weights, "@@supervisor\n")
 	unfinished, _, ok := strings.Cut(rest, "@@done")
 	if !ok {
 		return mpplan.Seen{}, leftover{}, fmt.Errorf("the node's facts end early: %q", extra)
@@ -96,6 +102,7 @@ func ParseFacts(out string, ports []int) (mpplan.Seen, leftover, error) {
 	}
 	seen := mpplan.Seen{Facts: facts, Listening: parseListening(listening, ports), Routes: facts.PeerRoutes}
 	seen.ShmFree, _ = strconv.ParseInt(strings.TrimSpace(shm), 10, 64)
+	seen.Supervisor = supervise.ParseHost(host)
 	if m := strings.TrimSpace(model); m != "" && m != "dir" {
 		seen.ModelMissing = m
 	}

@@ -38,6 +38,11 @@ LISTEN 0      4096   192.168.229.11:35683 0.0.0.0:* users:(("VLLM::Worker_TP",pi
 no such directory
 @@model_config
 @@model_weights
+@@supervisor
+systemd=yes
+uid=1001
+user=ops2
+linger=no
 @@unfinished
 @@done
 `
@@ -68,6 +73,9 @@ func TestParseFacts(t *testing.T) {
 	seen, _, err = ParseFacts(withModel, nil)
 	if err != nil || seen.ModelMissing != "" || string(seen.ModelConfig) != "{\n \"num_hidden_layers\": 2\n}" || seen.ModelWeights["model.safetensors"] != 5588136 {
 		t.Errorf("model: %+v %v", seen, err)
+	}
+	if h := seen.Supervisor; !h.Read || !h.Systemd || h.Root || h.User != "ops2" || h.Linger {
+		t.Errorf("supervisor %+v: want systemd, ops2, not lingering", h)
 	}
 	if _, _, err := ParseFacts("@@hostname\nx\n", nil); err == nil {
 		t.Error("a cut-off output is an error")

@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +23,7 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/mpplan"
 	"github.com/lab-infra/terraform-provider-spark/internal/raycluster"
+	"github.com/lab-infra/terraform-provider-spark/internal/supervise"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 	"github.com/lab-infra/terraform-provider-spark/internal/vllm"
 )
@@ -62,11 +65,33 @@ const stopGrace = 10 * time.Second
 // unique name, so a node can run ranks of several deployments.
 func (s Spec) rank(pool *transport.Pool, n mpplan.Node) vllm.Server {
 	srv := vllm.Server{Node: transport.Node{Pool: pool, Endpoint: s.Endpoints[n.Name]},
-		Key: fmt.Sprintf("mp-%s-%d", s.Nodes[0].NodeIP, s.Port)}
+		Key: fmt.Sprintf("mp-%s-%d", s.Nodes[0].NodeIP, s.Port), Restart: s.Restart}
 	if n.Rank == 0 {
 		srv.Port, srv.Host = s.Port, s.Host
 	}
+	if srv.Supervised() && len(s.Nodes) > 1 {
+		srv.Watch = s.watch(n)
+	}
 	return srv
+}
+
+// watch is node n's rank set watch (vllm.WatchScript): rank 0 holds a
+// connection to each other node's, at the master port on its node_ip;
+// every other rank to rank 0's store, and listens for rank 0's.
+func (s Spec) watch(n mpplan.Node) []string {
+	port := strconv.Itoa(s.MasterPort)
+	if n.Rank != 0 {
+		return []string{"headless", port, "-", "-", s.Master(), n.NodeIP}
+	}
+	api := "127.0.0.1"
+	if a, err := netip.ParseAddr(s.Host); err == nil && !a.IsUnspecified() {
+		api = s.Host
+	}
+	out := []string{"rank0", port, api, strconv.Itoa(s.Port)}
+	for _, o := range s.Nodes[1:] {
+		out = append(out, o.NodeIP)
+	}
+	return out
 }
 
 func nodeFailed(n mpplan.Node, summary string, err error) finding.Finding {
@@ -143,7 +168,7 @@ func (m *Manager) read(ctx context.Context, s Spec) (map[string]mpplan.Seen, map
 	for _, n := range s.Nodes {
 		wg.Go(func() {
 			argv := transport.Script(FactsScript, s.VLLMCommand, s.Master(), s.Model, portsArg(s.Ports(n)),
-				strings.Join(s.Peers(n), " "), s.rank(m.Pool, n).Key)
+				strings.Join(s.Peers(n), " "), s.rank(m.Pool, n).Key, s.rank(m.Pool, n).Private())
 			res, err := m.Pool.Run(ctx, s.Endpoints[n.Name], transport.Cmd{Step: "read the node", Argv: argv})
 			var sn mpplan.Seen
 			var l leftover
@@ -352,47 +377,85 @@ const (
 // Status reads every rank: Serving when each runs and rank 0's /health
 // answers; otherwise what was found, naming the ranks ("rank 1 on spark2
 // stopped"), which the plan shows as drift that the apply repairs by
-// restarting the whole set.
-func (m *Manager) Status(ctx context.Context, s Spec, ids map[string]string) (string, []finding.Finding) {
+// restarting the whole set. A supervised rank is read through systemd
+// (supervise.Judge): its unit changed, removed, disabled, failed or
+// between two tries is drift too; one systemd restarted runs, under a new
+// identity, which now has (ids otherwise), and a warning says when and
+// why.
+func (m *Manager) Status(ctx context.Context, s Spec, ids map[string]string) (string, map[string]string, []finding.Finding) {
 	var mu sync.Mutex
 	var down []string
 	var found []finding.Finding
+	now := maps.Clone(ids)
 	health := vllm.HealthOK
 	var wg sync.WaitGroup
 	for _, n := range s.Nodes {
 		wg.Go(func() {
-			srv := s.rank(m.Pool, n)
-			alive, err := srv.Alive(ctx, ids[n.Name])
-			h := vllm.HealthOK
-			if err == nil && alive && n.Rank == 0 {
-				h = srv.Health(ctx)
-			}
+			rr := m.readRank(ctx, s, n, ids[n.Name])
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case err != nil:
-				found = append(found, nodeFailed(n, "Cannot read vLLM rank "+fmt.Sprint(n.Rank)+" on "+n.Name, err))
-			case !alive:
+			case rr.err != nil:
+				found = append(found, nodeFailed(n, "Cannot read vLLM rank "+fmt.Sprint(n.Rank)+" on "+n.Name, rr.err))
+				return
+			case rr.Drift != "":
+				down = append(down, rr.Drift)
+			case !rr.alive:
 				down = append(down, fmt.Sprintf("rank %d on %s stopped", n.Rank, n.Name))
-			case h == vllm.HealthBad || health == vllm.HealthOK:
-				health = h
+			case rr.health == vllm.HealthBad || health == vllm.HealthOK:
+				health = rr.health
+			}
+			if rr.Restarted != "" {
+				now[n.Name] = rr.Identity
+				found = append(found, finding.Finding{Warning: true, Node: n.Name, Path: finding.Attr("nodes").Key(n.Name),
+					Summary: "systemd restarted vLLM since the apply", Detail: rr.Restarted + ". It serves again by itself; nothing to apply."})
 			}
 		})
 	}
 	wg.Wait()
-	if len(found) > 0 {
-		return "", found
+	slices.SortFunc(found, func(a, b finding.Finding) int { return strings.Compare(a.Node, b.Node) })
+	if hasError(found) {
+		return "", nil, found
 	}
 	slices.Sort(down)
 	switch {
 	case len(down) > 0:
-		return strings.Join(down, ", "), nil
+		return strings.Join(down, ", "), now, found
 	case health == vllm.HealthBad:
-		return "rank 0 unhealthy", nil
+		return "rank 0 unhealthy", now, found
 	case health == vllm.HealthSlow:
-		return Busy, nil
+		return Busy, now, found
 	}
-	return Serving, nil
+	return Serving, now, found
+}
+
+// rankRead is what Status read of one rank.
+type rankRead struct {
+	supervise.Verdict // a supervised rank's: drift, or a restart systemd made
+	alive             bool
+	health            vllm.Health // rank 0's, when it runs
+	err               error
+}
+
+// readRank reads one rank: through systemd when supervised
+// (supervise.Judge), else its process identity; then rank 0's /health.
+func (m *Manager) readRank(ctx context.Context, s Spec, n mpplan.Node, id string) (rr rankRead) {
+	srv := s.rank(m.Pool, n)
+	rr.health = vllm.HealthOK
+	if srv.Supervised() {
+		var st supervise.Status
+		var dir string
+		if st, dir, rr.err = srv.UnitStatus(ctx); rr.err == nil {
+			rr.Verdict = supervise.Judge(srv.Unit(dir), st, id, fmt.Sprintf("rank %d on %s", n.Rank, n.Name))
+			rr.alive = rr.Drift == ""
+		}
+	} else {
+		rr.alive, rr.err = srv.Alive(ctx, id)
+	}
+	if rr.err == nil && rr.alive && n.Rank == 0 {
+		rr.health = srv.Health(ctx)
+	}
+	return rr
 }
 
 func hasError(ds []finding.Finding) bool {

@@ -11,6 +11,7 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
 	"github.com/lab-infra/terraform-provider-spark/internal/preflight"
 	"github.com/lab-infra/terraform-provider-spark/internal/pyversion"
+	"github.com/lab-infra/terraform-provider-spark/internal/supervise"
 )
 
 // The rules of this mode, defined in the catalogue (internal/preflight,
@@ -23,6 +24,7 @@ const (
 	D29 = preflight.D29 // a port vLLM binds, held
 	D30 = preflight.D30 // /dev/shm
 	D31 = preflight.D31 // the model's files on each node
+	D34 = preflight.D34 // the supervisor restart needs
 )
 
 // MinVLLM is the first vLLM release whose multiprocessing executor spans
@@ -76,6 +78,9 @@ type Seen struct {
 	// is a Hub name); ModelWeights its weight files' sizes by name.
 	ModelConfig  []byte
 	ModelWeights map[string]int64
+	// Supervisor is what putting a rank under systemd needs of the node
+	// and the SSH user there.
+	Supervisor supervise.Host
 }
 
 // Ports are the ports vLLM binds on node n at fixed numbers: rank 0's API
@@ -188,6 +193,10 @@ func Check(s Spec, seen map[string]Seen, ours bool) []finding.Finding {
 // checkNode is every rule of one node.
 func checkNode(s Spec, n Node, sn Seen, ours bool) []finding.Finding {
 	out := checkFabric(n, sn)
+	if why := sn.Supervisor.Refusal(s.Restart, n.Name); why != "" {
+		out = append(out, finding.Finding{Rule: D34, Path: finding.Attr("restart"), Node: n.Name,
+			Summary: "vLLM cannot be supervised on " + n.Name, Detail: why})
+	}
 	master := s.Master()
 	if masterIP, err := netip.ParseAddr(master); err == nil {
 		if n.Rank == 0 && !sn.Facts.HasAddress(masterIP) {

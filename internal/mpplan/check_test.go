@@ -8,6 +8,7 @@ import (
 
 	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/nodefacts"
+	"github.com/lab-infra/terraform-provider-spark/internal/supervise"
 )
 
 // The lab's shape: two nodes, each on a management network (eth0, with the
@@ -118,6 +119,20 @@ func TestCheck(t *testing.T) {
 			detail: "1 x pipeline_parallel_size 1 x data_parallel_size 3 = 3 ranks"},
 		{name: "with data parallel the master port is not checked", spec: func(s *Spec) { s.TP, s.DP = 1, 2 },
 			seen: func(m map[string]Seen) { edit(m, "spark1", func(s *Seen) { s.Listening = map[int]string{29501: "x"} }) }, want: nil},
+		{name: "restart on a node whose SSH user does not linger", spec: func(s *Spec) { s.Restart = "always" },
+			seen: func(m map[string]Seen) {
+				edit(m, "spark1", func(s *Seen) { s.Supervisor = supervise.ParseHost("systemd=yes\nuid=1000\nuser=ops\nlinger=yes") })
+				edit(m, "spark2", func(s *Seen) { s.Supervisor = supervise.ParseHost("systemd=yes\nuid=1001\nuser=ops2\nlinger=no") })
+			},
+			want: []string{"D34 spark2 restart"}, detail: "`sudo loginctl enable-linger ops2` on spark2"},
+		{name: "restart on a node without systemd", spec: func(s *Spec) { s.Restart = "on-failure" },
+			seen: func(m map[string]Seen) {
+				edit(m, "spark1", func(s *Seen) { s.Supervisor = supervise.ParseHost("systemd=no\nuid=0\nuser=root\nlinger=no") })
+			},
+			want: []string{"D34 spark1 restart"}, detail: "systemd is not the init on spark1"},
+		{name: "restart no on the same nodes", seen: func(m map[string]Seen) {
+			edit(m, "spark1", func(s *Seen) { s.Supervisor = supervise.ParseHost("systemd=no\nuid=1001\nuser=ops2\nlinger=no") })
+		}, want: nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, seen := pair(), seenPair()

@@ -45,6 +45,9 @@ type Spec struct {
 	Host       string // the address rank 0's API listens on; "": every address
 	ExtraArgs  []string
 	Nodes      []Node // in rank order (Sorted)
+	// Restart is the supervise policy each rank runs under (supervise.No:
+	// none, started detached).
+	Restart string
 }
 
 // Sorted is nodes in rank order, ties by name (D25 refuses ties).

@@ -46,6 +46,7 @@ const (
 	D31 Rule = "D31"
 	D32 Rule = "D32"
 	D33 Rule = "D33"
+	D34 Rule = "D34"
 )
 
 // Rules is the catalogue in order: each code with what it refuses.
@@ -86,4 +87,5 @@ var Rules = []struct {
 	{D31, "the model, a path, is not a directory on a node"},
 	{D32, "the model's weights and the KV cache one request of `max_model_len` needs do not fit in what a node gives vLLM (the KV budget: `VLLM_CPU_KVCACHE_SPACE`, `--kv-cache-memory-bytes`, or `--gpu-memory-utilization` of the node's memory less the weights), or that memory is not free there now, other processes and deployments counted (fits with little room: a warning)"},
 	{D33, "the fabric between two nodes, on the addresses they use: a port down (an error); MTUs or link speeds that differ between the two ends, or `NCCL_IB_HCA` leaving out a port's RDMA device (warnings); with `fabric_probe`, a measured throughput below `min_gbps` (an error)"},
+	{D34, "`restart` puts vLLM under systemd, but systemd is not the node's init, or the SSH user is not root and its user manager does not linger (`loginctl enable-linger`), so nothing would start vLLM after a reboot"},
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/finding"
 	"github.com/lab-infra/terraform-provider-spark/internal/mpdeploy"
 	"github.com/lab-infra/terraform-provider-spark/internal/providerdata"
+	"github.com/lab-infra/terraform-provider-spark/internal/supervise"
 )
 
 var (
@@ -93,14 +94,25 @@ func (r *mpResource) Read(ctx context.Context, req resource.ReadRequest, resp *r
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	if m.Restart.IsNull() {
+		// State from before restart existed: its ranks run detached.
+		m.Restart = types.StringValue(supervise.No)
+	}
 	spec, diags := m.spec(ctx)
 	if resp.Diagnostics.Append(diags...); resp.Diagnostics.HasError() {
 		return
 	}
-	status, found := r.dep.Status(ctx, spec, m.identities())
-	if d := preflightDiags(found); d.HasError() {
+	status, now, found := r.dep.Status(ctx, spec, m.identities())
+	d := preflightDiags(found)
+	if d.HasError() {
 		resp.Diagnostics.Append(withGoneHint(d)...) // state kept
 		return
+	}
+	// Warnings: a rank systemd restarted since the apply, which runs under
+	// the identity it has now.
+	resp.Diagnostics.Append(d...)
+	for name, n := range m.Nodes {
+		n.ProcessIdentity = types.StringValue(now[name])
 	}
 	if status == mpdeploy.Busy {
 		// A server under load answers /health late: kept, not restarted.

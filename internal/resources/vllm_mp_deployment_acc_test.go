@@ -31,6 +31,8 @@ type mpDeploy struct {
 	keyLine    string // the API key's attribute lines (keySetup)
 	kvGiB      string // VLLM_CPU_KVCACHE_SPACE; "" the lab's 1
 	minGbps    string // fabric_probe's floor; "" no fabric_probe
+	restart    string // restart; "" leaves it unset ("no")
+	user       string // each node's ssh_user; "" the provider's (the lab's SSH user)
 }
 
 // fabricPorts is each lab node's fabric port name, read off the node.
@@ -66,6 +68,9 @@ func (d mpDeploy) config(l *lab.File, ports map[string]string) string {
 	if d.minGbps != "" {
 		master += fmt.Sprintf("\n  fabric_probe = { min_gbps = %s }", d.minGbps)
 	}
+	if d.restart != "" {
+		master += fmt.Sprintf("\n  restart = %q", d.restart)
+	}
 	var nodes []string
 	for i, n := range l.Nodes[:2] {
 		iface, ok := d.iface[n.Name]
@@ -75,6 +80,9 @@ func (d mpDeploy) config(l *lab.File, ports map[string]string) string {
 		pin := ""
 		if d.hostKeys {
 			pin = fmt.Sprintf(", host_key = %q", n.HostKey)
+		}
+		if d.user != "" {
+			pin += fmt.Sprintf(", ssh_user = %q", d.user)
 		}
 		nodes = append(nodes, fmt.Sprintf(`%s = { ssh_host = %q, rank = %d, node_ip = %q, interface = %q%s }`, n.Name, n.SSHHost, i, n.FabricIP, iface, pin))
 	}

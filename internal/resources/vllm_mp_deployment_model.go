@@ -13,6 +13,7 @@ import (
 	"github.com/lab-infra/terraform-provider-spark/internal/mpdeploy"
 	"github.com/lab-infra/terraform-provider-spark/internal/mpplan"
 	"github.com/lab-infra/terraform-provider-spark/internal/schemaparts"
+	"github.com/lab-infra/terraform-provider-spark/internal/supervise"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 	"github.com/lab-infra/terraform-provider-spark/internal/vllm"
 )
@@ -36,6 +37,7 @@ type mpModel struct {
 	Env             types.Map               `tfsdk:"env"`
 	ExtraArgs       types.List              `tfsdk:"extra_args"`
 	VLLMCommand     types.String            `tfsdk:"vllm_command"`
+	Restart         types.String            `tfsdk:"restart"`
 	Endpoint        types.String            `tfsdk:"endpoint"`
 	VLLMVersion     types.String            `tfsdk:"vllm_version"`
 	Status          types.String            `tfsdk:"status"`
@@ -57,11 +59,15 @@ type mpNodeModel struct {
 func (m *mpModel) spec(ctx context.Context) (mpdeploy.Spec, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	s := mpdeploy.Spec{Spec: mpplan.Spec{Model: m.Model.ValueString(), TP: int(m.TP.ValueInt64()), PP: int(m.PP.ValueInt64()), DP: int(m.DP.ValueInt64()),
-		MasterAddr: m.MasterAddr.ValueString(), MasterPort: int(m.MasterPort.ValueInt64()), Port: int(m.Port.ValueInt64())},
+		MasterAddr: m.MasterAddr.ValueString(), MasterPort: int(m.MasterPort.ValueInt64()), Port: int(m.Port.ValueInt64()),
+		Restart: supervise.No},
 		Endpoints: map[string]transport.Endpoint{}, VLLMCommand: m.VLLMCommand.ValueString(), Env: map[string]string{},
 		APIKeyFile: m.APIKeyFile.ValueString(), SecretsVersion: [2]int64{m.APIKeyWOVersion.ValueInt64(), m.SecretEnvWOVer.ValueInt64()}}
 	if !m.ServedModelName.IsUnknown() {
 		s.ServedName = m.ServedModelName.ValueString()
+	}
+	if v := m.Restart.ValueString(); v != "" { // null: state from before restart existed
+		s.Restart = v
 	}
 	var nodes []mpplan.Node
 	for name, n := range m.Nodes {

@@ -12,12 +12,14 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/mpplan"
 	"github.com/lab-infra/terraform-provider-spark/internal/schemaparts"
+	"github.com/lab-infra/terraform-provider-spark/internal/supervise"
 )
 
 // mpNodeAttributes are one node of a spark_vllm_mp_deployment.
@@ -96,6 +98,17 @@ func (r *mpResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 				MarkdownDescription: "More `vllm serve` arguments, on every node (e.g. `--max-model-len`)." + restart},
 			"vllm_command": schema.StringAttribute{Optional: true, Validators: []validator.String{schemaparts.Path},
 				MarkdownDescription: "Path of `vllm` on every node. Default: `vllm`." + restart},
+			"restart": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(supervise.No),
+				Validators: []validator.String{stringvalidator.OneOf(supervise.Policies...)},
+				MarkdownDescription: "What brings a rank back when its vLLM exits or its node reboots, named as Docker's restart policies. " +
+					"`no` (the default): each rank is started detached, and one that dies stays down until the next apply (the plan " +
+					"shows it as drift). `on-failure`: each rank runs as a systemd unit, started at boot and again after a crash, a " +
+					"signal or a non-zero exit; `always`: after any exit. As root the units are system units; as another user, user " +
+					"units, which start at boot only when that user lingers (`sudo loginctl enable-linger <user>`, once): the plan " +
+					"refuses otherwise (D34). systemd waits 10 s between tries and gives up after 5 starts in 10 minutes. A restart " +
+					"systemd made since the apply is a warning at plan, saying when and how the process last exited; a unit changed, " +
+					"disabled or removed by hand, or one systemd gave up on, is drift the apply repairs. See \"Serving that survives " +
+					"a reboot\" on this page." + restart},
 			"endpoint":     schema.StringAttribute{Computed: true, MarkdownDescription: "OpenAI base URL: `http://<rank 0 ssh_host>:<port>/v1`."},
 			"vllm_version": schema.StringAttribute{Computed: true, MarkdownDescription: "The vLLM version on rank 0's node, read at plan."},
 			"status": schema.StringAttribute{Computed: true, MarkdownDescription: "`serving` when every rank runs and rank 0's `/health` " +

@@ -89,14 +89,21 @@ func validName(k string) bool {
 // PrivateDir is a shell prelude for the SSH user's own directory on a node,
 // where the provider keeps what no other local user may read or replace (an
 // env file with an API key, what a launch sources, start markers). $private
-// names it: what the caller set, else /tmp/terraform-provider-spark-<uid>.
-// private_dir makes it 0700, or exits 1 saying why when it is not a real
-// directory owned by this user (in /tmp anyone can make it first); owned
-// tests the same without making it.
-const PrivateDir = `private=${private:-/tmp/terraform-provider-spark-$(id -u)}
+// names it: what the caller set, else /tmp/terraform-provider-spark-<uid>;
+// "home" names the one in the user's state directory
+// (~/.local/state/terraform-provider-spark), which a reboot keeps: what a
+// systemd unit runs must still be there when it starts at boot, and DGX
+// OS empties /tmp then. private_dir makes it 0700, or exits 1 saying why
+// when it is not a real directory owned by this user (in /tmp anyone can
+// make it first); owned tests the same without making it.
+const PrivateDir = `case ${private:-} in
+"") private=/tmp/terraform-provider-spark-$(id -u) ;;
+home) private=${XDG_STATE_HOME:-$HOME/.local/state}/terraform-provider-spark ;;
+esac
 owned() { [ -d "$private" ] && [ ! -L "$private" ] && [ -O "$private" ]; }
 private_dir() {
   umask 077
+  case $private in /tmp/*) ;; *) mkdir -p -- "${private%/*}" 2>/dev/null ;; esac
   [ -e "$private" ] || [ -L "$private" ] || mkdir -m 700 -- "$private" 2>/dev/null
   if ! owned; then
     echo "$private is not a directory owned by $(id -un) (owner: $(stat -c %U -- "$private" 2>/dev/null || echo none)): another local user may have made it to read or replace what the provider keeps there (the vLLM environment file with its API key, what a launch runs). Remove it (as its owner or root) and apply again." >&2

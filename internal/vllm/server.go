@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 
+	"github.com/lab-infra/terraform-provider-spark/internal/supervise"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
@@ -30,6 +31,35 @@ type Server struct {
 	// prints its second argument when that container is not running.
 	Wrap          func(argv []string, stdin bool) []string
 	WrapIfRunning func(argv []string, instead string) []string
+	// Restart is the supervise policy: "" or supervise.No starts the
+	// server detached (LaunchScript); another puts it under systemd
+	// (SuperviseScript), its directory then in the user's state directory,
+	// which a reboot keeps (transport.PrivateDir's "home").
+	Restart string
+	// Watch is the rank set's watch a supervised rank runs beside vLLM
+	// (WatchScript's arguments after the pid); nil: none.
+	Watch []string
+}
+
+// Supervised says the server runs under systemd.
+func (s Server) Supervised() bool { return supervise.Supervised(s.Restart) }
+
+// private is the private directory's name as the scripts take it.
+func (s Server) private() string {
+	if s.Supervised() {
+		return "home"
+	}
+	return ""
+}
+
+// Private is the private directory's name as the scripts take it ("" the
+// default, "home" for a supervised server), for a caller's own script
+// that reads the deployment's directory.
+func (s Server) Private() string { return s.private() }
+
+// Unit is the server's systemd unit, in directory dir (Dir's).
+func (s Server) Unit(dir string) supervise.Unit {
+	return supervise.Unit{Name: supervise.UnitName(s.key()), Description: "vLLM " + s.key() + " (terraform-provider-spark)", Dir: dir, Policy: s.Restart}
 }
 
 // key is the suffix of the deployment's directory name.
@@ -59,8 +89,18 @@ func (s Server) Launch(ctx context.Context, dir string, env map[string]string, k
 	if _, err := s.Node.Run(ctx, s.cmd("write vLLM env file", transport.UploadArgv(dir+"/env", 0o600), body)); err != nil {
 		return "", err
 	}
-	res, err := s.Node.Run(ctx, s.cmd("launch vllm serve",
-		transport.Script(LaunchScript, append([]string{dir, keyFile, holder}, argv...)...), nil))
+	var res *transport.Result
+	if s.Supervised() {
+		u := s.Unit(dir)
+		if err := u.Validate(); err != nil {
+			return "", err
+		}
+		res, err = s.Node.Run(ctx, s.cmd("start vllm serve under systemd",
+			transport.Script(SuperviseScript, append([]string{dir, keyFile, holder, u.Name, strings.Join(s.Watch, " ")}, argv...)...), []byte(u.Text())))
+	} else {
+		res, err = s.Node.Run(ctx, s.cmd("launch vllm serve",
+			transport.Script(LaunchScript, append([]string{dir, keyFile, holder}, argv...)...), nil))
+	}
 	if err != nil {
 		return "", err
 	}
@@ -76,7 +116,7 @@ func (s Server) Launch(ctx context.Context, dir string, env map[string]string, k
 // none. Launching says its launch is still in progress (another apply holds
 // the launch lock); otherwise it was left by an apply that was killed.
 func (s Server) Unfinished(ctx context.Context) (identity, holder string, launching bool, err error) {
-	res, err := s.Node.Run(ctx, s.cmd("read the vLLM start marker", transport.Script(UnfinishedScript, s.key(), ""), nil))
+	res, err := s.Node.Run(ctx, s.cmd("read the vLLM start marker", transport.Script(UnfinishedScript, s.key(), s.private()), nil))
 	if err != nil {
 		return "", "", false, err
 	}
@@ -109,7 +149,7 @@ func (s Server) LockLaunch(ctx context.Context) (dir string, release func(), err
 
 // Settled removes the start marker: the launch answered.
 func (s Server) Settled(ctx context.Context) error {
-	_, err := s.Node.Run(ctx, s.cmd("remove the vLLM start marker", transport.Script(SettledScript, s.key(), ""), nil))
+	_, err := s.Node.Run(ctx, s.cmd("remove the vLLM start marker", transport.Script(SettledScript, s.key(), s.private()), nil))
 	return err
 }
 
@@ -162,7 +202,7 @@ func (s Server) AliveAndFind(ctx context.Context, identity string) (alive bool, 
 // Dir makes or checks the deployment's private directory on the node
 // (DirScript) and returns its path.
 func (s Server) Dir(ctx context.Context) (string, error) {
-	res, err := s.Node.Run(ctx, s.cmd("check vLLM directory", transport.Script(DirScript, "", s.key()), nil))
+	res, err := s.Node.Run(ctx, s.cmd("check vLLM directory", transport.Script(DirScript, s.private(), s.key()), nil))
 	if err != nil {
 		return "", err
 	}
@@ -171,10 +211,31 @@ func (s Server) Dir(ctx context.Context) (string, error) {
 
 // Stop sends SIGTERM, then SIGKILL after grace, verifies the port closed
 // and removes the env file, which holds the API key.
+// A supervised server's unit goes first (stopped, disabled, its file
+// removed), so systemd does not start it again.
 func (s Server) Stop(ctx context.Context, identity string, grace time.Duration) error {
+	if s.Supervised() {
+		if _, err := s.Node.Run(ctx, s.cmd("remove the vLLM systemd unit", transport.Script(supervise.RemoveScript, supervise.UnitName(s.key())), nil)); err != nil {
+			return err
+		}
+	}
 	_, err := s.Node.Run(ctx, s.cmd("stop vLLM", transport.Script(StopScript,
-		identity, strconv.Itoa(s.Port), strconv.Itoa(int(grace.Seconds())), "", s.key()), nil))
+		identity, strconv.Itoa(s.Port), strconv.Itoa(int(grace.Seconds())), "", s.key(), s.private()), nil))
 	return err
+}
+
+// UnitStatus reads what systemd knows of the server's unit, and the
+// directory the unit runs in (UnitStatusScript).
+func (s Server) UnitStatus(ctx context.Context) (st supervise.Status, dir string, err error) {
+	res, err := s.Node.Run(ctx, s.cmd("read the vLLM systemd unit", transport.Script(UnitStatusScript, supervise.UnitName(s.key()), s.private(), s.key()), nil))
+	if err != nil {
+		return supervise.Status{}, "", err
+	}
+	out := string(res.Stdout)
+	if d, rest, ok := strings.Cut(out, "\n"); ok && strings.HasPrefix(d, "Dir=") {
+		dir, out = strings.TrimPrefix(d, "Dir="), rest
+	}
+	return supervise.ParseStatus(out), dir, nil
 }
 
 // LogTail returns the path and the last n lines of the server log.

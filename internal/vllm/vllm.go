@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/lab-infra/terraform-provider-spark/internal/ray"
+	"github.com/lab-infra/terraform-provider-spark/internal/supervise"
 	"github.com/lab-infra/terraform-provider-spark/internal/transport"
 )
 
@@ -157,6 +158,82 @@ start=$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f20)
 echo "$pid:$start" > pid
 echo "$pid:$start"`
 
+// SuperviseScript starts the server under systemd instead (restart not
+// "no"): the same arguments as LaunchScript, then the unit's name and the
+// watch's arguments (RunFileScript), with the unit file on stdin. It writes what the unit runs into the directory
+// (run: the same environment and command line LaunchScript's detached
+// shell has, each argument quoted; exited: the unit's exit record),
+// installs and starts the unit (supervise.InstallScript) and prints the
+// main process's identity. The API key stays in the 0600 env file or the
+// key file, read when the process starts: never in the unit, whose file
+// systemctl shows any local user.
+const SuperviseScript = `dir=$1 keyfile=$2 holder=$3 unit=$4 watch=$5; shift 5
+cd "$dir" || exit 1
+if [ -n "$keyfile" ] && [ -z "$(tr -d ' \t\r\n' < "$keyfile" 2>/dev/null)" ]; then
+  echo "api_key_file $keyfile is empty or unreadable: vLLM would serve without authentication. Put the key in it, or use api_key_wo" >&2; exit 4
+fi
+run_file() (
+` + RunFileScript + `
+)
+run_file "$keyfile" "$unit" "$watch" "$@" || exit $?
+cat > exited.new <<'SPARK_EXITED' && chmod 700 exited.new && mv -f exited.new exited || exit 1
+` + supervise.ExitedScript + `SPARK_EXITED
+: > server.log; : > exits
+printf '%s\n' "$holder" > starting
+install_unit() (
+` + supervise.InstallScript + `
+)
+id=$(install_unit "$unit") || exit $?
+echo "$id" > pid
+echo "$id"`
+
+// RunFileScript writes, in the current directory, the file "run" that a
+// supervised server's unit runs: the same environment and command line
+// LaunchScript's detached shell has, each argument quoted. $1 is the API
+// key file ("": none), $2 the unit's name, $3 the arguments of the rank
+// set's watch after its pid (WatchScript; "": none, a server of one node),
+// the rest the serve argv. The watch runs on the Python of the vllm
+// command's #! line, as vLLM does.
+const RunFileScript = `keyfile=$1 unit=$2 watch=$3; shift 3
+auth='` + ray.AuthEnv + `'
+# systemd starts the unit with its own PATH, not the SSH session's: the
+# command, found here, is written with its full path, and the session's
+# PATH too, for what vLLM runs in turn (a compiler, ninja).
+cmd=$(command -v "$1") || { echo "$1 is not on $(id -un)'s PATH on this node ($PATH): set vllm_command to its full path" >&2; exit 6; }
+shift; set -- "$cmd" "$@"
+if [ -n "$watch" ]; then
+  py=$(sed -n '1s/^#![[:space:]]*//p' "$cmd" 2>/dev/null | cut -d' ' -f1)
+  [ -n "$py" ] && [ -x "$py" ] || py=$(command -v python3) || { echo "no python3 on this node for the rank set's watch" >&2; exit 6; }
+  cat > watch.new <<'SPARK_WATCH' && mv -f watch.new watch || exit 1
+` + WatchScript + `SPARK_WATCH
+fi
+q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+{
+  echo '#!/bin/sh'
+  echo "# terraform-provider-spark: what the systemd unit $unit runs."
+  printf 'PATH=%s; export PATH\n' "$(q "$PATH")"
+  echo 'set -a; . ./env'
+  if [ -n "$keyfile" ]; then echo "VLLM_API_KEY=\$(cat $(q "$keyfile")) || exit 1"; fi
+  echo 'set +a'
+  printf '%s\n' "$auth"
+  if [ -n "$watch" ]; then
+    printf '%s ./watch "$$"' "$(q "$py")"; for w in $watch; do printf ' %s' "$(q "$w")"; done; echo ' &'
+  fi
+  printf exec; for a in "$@"; do printf ' %s' "$(q "$a")"; done; echo
+} > run.new && chmod 700 run.new && mv -f run.new run || exit 1
+`
+
+// UnitStatusScript prints the directory of the supervised server keyed $3
+// ($2 as in DirScript), "Dir=<path>", then supervise.StatusScript's
+// report of its unit $1. It makes nothing.
+const UnitStatusScript = `private=$2 key=$3
+` + transport.PrivateDir + `dir=$private/vllm-$key
+echo "Dir=$dir"
+status() (
+` + supervise.StatusScript + `
+)
+status "$1" "$dir"`
+
 // runningScript defines running FILE: true when FILE names a live process
 // ("pid:start", the start time as /proc/<pid>/stat field 22 has it) that
 // is still that process, not a zombie and not a reused PID. A file of the
@@ -178,8 +255,8 @@ if [ -n "$st" ] && [ "${st%% *}" != Z ] && [ "$(echo "$st" | cut -d' ' -f20)" = 
 // StopScript stops the server: SIGTERM to its process group, SIGKILL after
 // $3 seconds, then checks port $2 is closed, and removes the env file (it
 // holds the API key) from directory $4, by default the deployment's own in
-// the SSH user's private directory, vllm-<$5, else the port> (never made
-// here, only cleaned when it passes the owner check). $1 is the identity;
+// the SSH user's private directory ($6 as in DirScript), vllm-<$5, else
+// the port> (never made here, only cleaned when it passes the owner check). $1 is the identity;
 // port 0 serves none, so none is checked. The server
 // leads its own process group (LaunchScript's setsid); when the leader is
 // already gone — crashed, or killed by hand — members of its group may live
@@ -188,8 +265,7 @@ if [ -n "$st" ] && [ "${st%% *}" != Z ] && [ "$(echo "$st" | cut -d' ' -f20)" = 
 // They are ours: the kernel does not reuse a PID while a process group of
 // that number has members. A PID that a process of another start time
 // holds was reused, and its group is left alone.
-const StopScript = `pid=${1%%:*} start=${1#*:} port=$2 grace=$3 dir=$4 key=${5:-$2}
-private=
+const StopScript = `pid=${1%%:*} start=${1#*:} port=$2 grace=$3 dir=$4 key=${5:-$2} private=${6:-}
 ` + transport.PrivateDir + `[ -n "$dir" ] || ! owned || dir=$private/vllm-$key
 same() { st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) && [ "${st%% *}" != Z ] && [ "$(echo "$st" | cut -d' ' -f20)" = "$start" ]; }
 group() { [ -n "$pid" ] && pgrep -g "$pid" >/dev/null 2>&1; }
