@@ -37,9 +37,8 @@ mkdir -p .lab
 lab_log=.lab/lab-up.log
 rm -f "$lab_log.rc"
 # Four nodes in two lanes of two (.lab/lane-1.json, .lab/lane-2.json): the
-# acceptance tests run on lane 1, the tests of vLLM under systemd on lane 2
-# beside them, then the reality table on lane 2 beside the last of them, then
-# on both (see "the tail" below).
+# acceptance tests run on lane 1, the reality table on lane 2 beside the last
+# of them, then on both (see "the tail" below).
 ( make --no-print-directory lab-up NODES=4 LANES=2 >"$lab_log" 2>&1; echo $? >"$lab_log.rc" ) &
 lab_pid=$!
 phase terraform      bash scripts/tools.sh terraform
@@ -77,18 +76,11 @@ track_wait() {
   while read -r line; do timings+=("$line ($3)"); done < <(grep '^timing:' "$2")
   return "$rc"
 }
-trap 'kill -TERM -- "-$checks_pid" 2>/dev/null || true; for p in ${lane_pid:-} ${lane2_pid:-}; do kill -TERM -- "-$p" 2>/dev/null || true; done' EXIT
-
-# Lane 2 meanwhile: the tests of vLLM under systemd (make testacc-supervise,
-# on both CLIs), which restart a whole node, so they stay off lane 1.
-lane2_log=.lab/lane-2.log
-LAB_FILE=$PWD/.lab/lane-2.json setsid bash -c 'source scripts/step.sh; step acc-supervise make --no-print-directory testacc-supervise' >"$lane2_log" 2>&1 &
-lane2_pid=$!
+trap 'kill -TERM -- "-$checks_pid" 2>/dev/null || true; [ -z "${lane_pid:-}" ] || kill -TERM -- "-$lane_pid" 2>/dev/null || true' EXIT
 
 export LAB_FILE=$PWD/.lab/lane-1.json
 phase acc-terraform  make --no-print-directory testacc-terraform
 phase checks         track_wait "$checks_pid" "$checks_log" "beside acc-terraform"
-phase lane-2         track_wait "$lane2_pid" "$lane2_log" "lane 2, beside acc-terraform"
 phase release-install make --no-print-directory release-install
 
 # The tail, on two lanes at once. Lane 1 runs the remaining acceptance

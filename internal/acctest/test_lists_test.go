@@ -17,10 +17,6 @@ func TestTofuSubset(t *testing.T) { checkTestList(t, "TOFU_TESTS", 5) }
 // release (RAY_NEXT_TESTS).
 func TestRayNextSubset(t *testing.T) { checkTestList(t, "RAY_NEXT_TESTS", 2) }
 
-// TestSuperviseSubset does the same for the tests of vLLM under systemd,
-// which testacc-terraform skips and testacc-supervise runs on both CLIs.
-func TestSuperviseSubset(t *testing.T) { checkTestList(t, "SUPERVISE_TESTS", 1) }
-
 func checkTestList(t *testing.T, variable string, atLeast int) {
 	root := RepoRoot()
 	mk, err := os.ReadFile(filepath.Join(root, "GNUmakefile"))

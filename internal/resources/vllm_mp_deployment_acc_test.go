@@ -3,9 +3,12 @@ package resources_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/compare"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -106,14 +109,21 @@ resource "spark_vllm_mp_deployment" "pair" {
 }
 
 // One model served across the lab's two nodes by vLLM's own multi-node mode,
-// no Ray anywhere, as the ordinary SSH user: the plan refuses the mistakes
-// real vLLM hangs or fails on (each a plan-only step, after which nothing
-// runs on the nodes); the clean configuration serves a real completion
-// from TP=2 over the fabric; a second plan is empty; fabric_probe set
-// measures rank 0 -> rank 1 and restarts nothing, a floor the link cannot
-// carry is refused; a headless rank killed
-// shows at plan and the apply brings the whole set back; destroy leaves no
-// vLLM on either node.
+// no Ray anywhere, as the ordinary SSH user, under the node's systemd
+// (restart = "always"; the user's manager lingers on the lab's nodes): the
+// plan refuses the mistakes real vLLM hangs or fails on, and supervision for
+// the second user, who does not linger (D34); each a plan-only step, after
+// which nothing runs on the nodes. The clean configuration serves a real
+// completion from TP=2 over the fabric, as user units that carry no secret;
+// a second plan is empty; fabric_probe set measures rank 0 -> rank 1 and
+// restarts nothing, a floor the link cannot carry is refused. vLLM killed
+// comes back by itself and serves, and the plan afterwards reports the
+// restart as a warning and plans nothing; the same after rank 0's whole node
+// restarts; a unit changed by hand is drift the apply repairs. Then, without
+// systemd (restart = "no") and data parallel: a headless rank killed shows
+// at plan and the apply brings the whole set back. Destroy leaves no vLLM
+// and no unit on either node. One test, so that the set starts as few times
+// as these need (each start is about a minute of the lab's two cores).
 func TestAccVLLMMPDeployment_servesAcrossTwoNodes(t *testing.T) {
 	l := acctest.Lab(t)
 	rank0, rank1 := l.Nodes[0], l.Nodes[1]
@@ -134,11 +144,50 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 	if strings.Contains(key, "var.vllm_api_key") {
 		vars = "variable \"vllm_api_key\" {\n  type      = string\n  sensitive = true\n}\n"
 	}
-	clean := vars + mpDeploy{keyLine: key}.config(l, ports)
-	probed := vars + mpDeploy{hostKeys: true, keyLine: key, minGbps: "0.5"}.config(l, ports)
+	supervised := vars + mpDeploy{keyLine: key, restart: "always"}.config(l, ports)
+	probed := vars + mpDeploy{hostKeys: true, keyLine: key, minGbps: "0.5", restart: "always"}.config(l, ports)
+	unsupervised := vars + mpDeploy{tp: 1, dp: 2, keyLine: key, restart: "no"}.config(l, ports)
+	unit := fmt.Sprintf("spark-vllm-mp-%s-8000.service", rank0.FabricIP)
 	// The same process on each node across the steps that restart nothing.
 	sameProcess := statecheck.CompareValue(compare.ValuesSame())
 	identity := tfjsonpath.New("nodes").AtMapKey(rank1.Name).AtMapKey("process_identity")
+	// A new process on rank 0 after each restart systemd made.
+	newProcess := statecheck.CompareValue(compare.ValuesDiffer())
+	rank0ID := tfjsonpath.New("nodes").AtMapKey(rank0.Name).AtMapKey("process_identity")
+	// The plan's warnings are read from its log: the testing framework
+	// does not hand them to a step.
+	logFile := filepath.Join(t.TempDir(), "trace.log")
+	t.Setenv("TF_LOG", "trace")
+	t.Setenv("TF_LOG_PATH", logFile)
+	var mark int64 // the log's size when the set served again
+	warned := func(what string, since int64) {
+		t.Helper()
+		b, err := os.ReadFile(logFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !acctest.Warned(b[min(since, int64(len(b))):], "systemd restarted vLLM since the apply", "rank 0 on "+rank0.Name+" was restarted by systemd") {
+			t.Fatalf("after %s, the plan did not warn that systemd restarted rank 0 (log %s)", what, logFile)
+		}
+	}
+	endpoint := "http://" + rank0.SSHHost + ":8000/v1"
+	// Each step that breaks the set waits, bounded, for a completion
+	// through the endpoint, with no apply in between.
+	servesAgain := func(what string) {
+		t.Helper()
+		start := time.Now()
+		for time.Since(start) < serveAgainBound {
+			if code, body, err := chat(endpoint, canary); err == nil && code == 200 && strings.Contains(body, "chat.completion") {
+				t.Logf("after %s, served a completion again by itself in %.0f s", what, time.Since(start).Seconds())
+				if fi, err := os.Stat(logFile); err == nil {
+					mark = fi.Size()
+				}
+				return
+			}
+			time.Sleep(2 * time.Second)
+		}
+		t.Fatalf("after %s, no completion through %s within %s", what, endpoint, serveAgainBound)
+	}
 	steps := r.steps(
 		resource.TestStep{ // the field report's kind: the master address is the other node's
 			Config:      mpDeploy{masterAddr: rank1.FabricIP}.config(l, ports),
@@ -158,29 +207,39 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 				regexp.QuoteMeta(rank0.FabricIP) + ` -> ` + regexp.QuoteMeta(rank1.FabricIP) + `.*min_gbps = 100000.*Rule D33`),
 		},
 		resource.TestStep{
+			// The second user's manager does not linger: its units would
+			// not start at boot. Refused, naming the fix.
+			Config: vars + mpDeploy{keyLine: key, restart: "always", user: l.SecondSSHUser}.config(l, ports),
+			ExpectError: regexp.MustCompile(`(?s)vLLM cannot be supervised on ` + rank0.Name + `.*does not linger.*sudo loginctl\s+enable-linger\s+` +
+				l.SecondSSHUser + `.*Rule D34`),
+		},
+		resource.TestStep{
 			PreConfig:   held,
-			Config:      clean,
+			Config:      supervised,
 			ExpectError: regexp.MustCompile(`(?s)Port 29501 on node ` + rank0.Name + ` \(rank 0\).*already taken.*Rule D29`),
 		},
 	)
 	steps = append(steps,
 		r.then(resource.TestStep{
 			PreConfig: release,
-			Config:    clean,
+			Config:    supervised,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				plancheck.ExpectResourceAction(mpAddr, plancheck.ResourceActionCreate),
 				plancheck.ExpectKnownValue(mpAddr, tfjsonpath.New("master_addr"), knownvalue.StringExact(rank0.FabricIP)),
 				plancheck.ExpectKnownValue(mpAddr, tfjsonpath.New("vllm_version"), knownvalue.StringExact(l.VLLMVersion)),
 				plancheck.ExpectKnownValue(mpAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
+				plancheck.ExpectKnownValue(mpAddr, tfjsonpath.New("restart"), knownvalue.StringExact("always")),
 			}},
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(mpAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
 				statecheck.ExpectKnownValue(mpAddr, tfjsonpath.New("endpoint"), knownvalue.StringExact("http://"+rank0.SSHHost+":8000/v1")),
 				sameProcess.AddStateValue(mpAddr, identity),
+				newProcess.AddStateValue(mpAddr, rank0ID),
 			},
-			Check: resource.ComposeTestCheckFunc(servesChat(canary), ranksRunAsDeclared(t, l, ports), keyNowhere(t, l, canary)),
+			Check: resource.ComposeTestCheckFunc(servesChat(canary), ranksRunAsDeclared(t, l, ports), keyNowhere(t, l, canary),
+				unitsInstalled(t, l, unit, canary)),
 		}),
-		resource.TestStep{Config: clean, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
+		resource.TestStep{Config: supervised, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
 		resource.TestStep{
 			// Pinning the host keys and measuring the fabric change how the
 			// nodes are checked, not what runs.
@@ -199,26 +258,74 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 		// Measured again at the next plan, against the floor, without a diff.
 		resource.TestStep{Config: probed, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
 		resource.TestStep{
-			// A headless rank dies: the plan shows it, the apply restarts the set.
-			SkipFunc: terraformOnly,
+			// vLLM crashes on rank 0: systemd starts the set again; the
+			// plan warns and plans nothing.
 			PreConfig: func() {
-				acctest.OnNode(t, rank1, "kill the headless rank", `pkill -KILL -f '[v]llm serve' ; pkill -KILL -f '[V]LLM::' ; true`)
+				acctest.OnNode(t, rank0, "kill rank 0's vllm serve", `pkill -KILL -u "$1" -f '[v]llm serve'`, l.SSHUser)
+				servesAgain("rank 0's vllm serve was killed")
 			},
-			Config: clean,
+			Config:           probed,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(mpAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
+				newProcess.AddStateValue(mpAddr, rank0ID),
+			},
+		},
+		resource.TestStep{
+			// Rank 0's whole node restarts (its container: every process
+			// gone, systemd boots again).
+			PreConfig: func() {
+				warned("the crash", 0)
+				if err := lab.Restart(context.Background(), rank0); err != nil {
+					t.Fatal(err)
+				}
+				servesAgain("rank 0's node restarted")
+			},
+			Config:           probed,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(mpAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
+				newProcess.AddStateValue(mpAddr, rank0ID),
+			},
+			Check: func(*terraform.State) error { warned("the restart of "+rank0.Name, mark); return nil },
+		},
+		resource.TestStep{
+			// A unit edited by hand (its process still runs): drift, which
+			// the apply repairs by writing the unit again.
+			PreConfig: func() {
+				acctest.OnNodeAs(t, rank1, l.SSHUser, "edit rank 1's unit by hand", userSystemctl+
+					`f=$HOME/.config/systemd/user/$1; sed -i 's/^RestartSec=10$/RestartSec=1/' "$f" && grep -q '^RestartSec=1$' "$f" && systemctl --user daemon-reload`, unit)
+			},
+			Config: probed,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				plancheck.ExpectResourceAction(mpAddr, plancheck.ResourceActionUpdate),
 				plancheck.ExpectKnownValue(mpAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
 			}},
-			Check: resource.ComposeTestCheckFunc(servesChat(canary), ranksRunAsDeclared(t, l, ports)),
+			Check: resource.ComposeTestCheckFunc(servesChat(canary), unitsInstalled(t, l, unit, canary)),
 		},
 		resource.TestStep{
-			// Data parallel instead of tensor parallel: one engine on each node,
-			// one API on rank 0; the set restarts.
+			// Data parallel instead of tensor parallel, and no supervisor:
+			// one engine on each node, one API on rank 0; the set restarts,
+			// its units gone.
 			SkipFunc: terraformOnly,
-			Config:   vars + mpDeploy{tp: 1, dp: 2, keyLine: key}.config(l, ports),
+			Config:   unsupervised,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				plancheck.ExpectResourceAction(mpAddr, plancheck.ResourceActionUpdate),
 				plancheck.ExpectUnknownValue(mpAddr, identity),
+			}},
+			Check: resource.ComposeTestCheckFunc(servesChat(canary), ranksRunAsDeclared(t, l, ports), noUnits(t, l, unit)),
+		},
+		resource.TestStep{
+			// Unsupervised, a headless rank dies: the plan shows it, the
+			// apply restarts the set.
+			SkipFunc: terraformOnly,
+			PreConfig: func() {
+				acctest.OnNode(t, rank1, "kill the headless rank", `pkill -KILL -f '[v]llm serve' ; pkill -KILL -f '[V]LLM::' ; true`)
+			},
+			Config: unsupervised,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(mpAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectKnownValue(mpAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
 			}},
 			Check: resource.ComposeTestCheckFunc(servesChat(canary), ranksRunAsDeclared(t, l, ports)),
 		},
@@ -226,8 +333,13 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { acctest.PreCheck(t) },
 		ProtoV6ProviderFactories: acctest.Factories,
-		CheckDestroy:             noVLLMLeft(l),
-		Steps:                    steps,
+		CheckDestroy: func(s *terraform.State) error {
+			if err := noVLLMLeft(l)(s); err != nil {
+				return err
+			}
+			return noUnits(t, l, unit)(s)
+		},
+		Steps: steps,
 	})
 	release()
 }
@@ -285,6 +397,56 @@ func ranksRunAsDeclared(t *testing.T, l *lab.File, ports map[string]string) reso
 			}
 			if strings.Contains(out, "raylet") || strings.Contains(out, "gcs_server") {
 				return fmt.Errorf("Ray runs on %s:\n%s", n.Name, out)
+			}
+		}
+		return nil
+	}
+}
+
+// serveAgainBound bounds how long a supervised deployment may take to
+// serve again by itself, after a crash or a restart of a node: systemd's
+// 10 s between tries, then vLLM's start on the lab's CPU build (about
+// 40-70 s for the tiny model at TP=2; more beside another lane's work).
+const serveAgainBound = 5 * time.Minute
+
+// userSystemctl runs systemctl for the SSH user's own manager, as the
+// provider does over SSH without PAM.
+const userSystemctl = `export XDG_RUNTIME_DIR=/run/user/$(id -u); `
+
+// unitsInstalled looks at the nodes: each rank's unit is an enabled user
+// unit of the SSH user, active, whose file (which any local user can read
+// through systemctl) holds no secret, with its environment file 0600 and
+// what it runs 0700 in the user's state directory.
+func unitsInstalled(t *testing.T, l *lab.File, unit, secret string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		for _, n := range l.Nodes[:2] {
+			out := acctest.OnNodeAs(t, n, l.SSHUser, "read the unit", userSystemctl+`f=$HOME/.config/systemd/user/$1
+systemctl --user is-enabled "$1"; systemctl --user is-active "$1"
+d=$(sed -n 's/^WorkingDirectory=//p' "$f"); echo "dir=$d"
+stat -c '%n %a' "$d/env" "$d/run"
+if grep -qF -- "$2" "$f" "$d/run"; then echo SECRET-IN-UNIT; fi`, unit, secret)
+			for _, want := range []string{"enabled", "active", "/.local/state/terraform-provider-spark/vllm-", "/env 600", "/run 700"} {
+				if !strings.Contains(out, want) {
+					return fmt.Errorf("%s on %s: want %q in\n%s", unit, n.Name, want, out)
+				}
+			}
+			if strings.Contains(out, "SECRET-IN-UNIT") || strings.Contains(out, "inactive") {
+				return fmt.Errorf("%s on %s:\n%s", unit, n.Name, out)
+			}
+		}
+		return nil
+	}
+}
+
+// noUnits looks at the nodes: neither the unit's file nor a unit of that
+// name is left in the SSH user's manager.
+func noUnits(t *testing.T, l *lab.File, unit string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		for _, n := range l.Nodes[:2] {
+			out := acctest.OnNodeAs(t, n, l.SSHUser, "look for the units", userSystemctl+
+				`ls "$HOME/.config/systemd/user/$1" 2>/dev/null; systemctl --user list-units --all --no-legend "$1" 2>/dev/null`, unit)
+			if strings.TrimSpace(out) != "" {
+				return fmt.Errorf("a unit is left on %s:\n%s", n.Name, out)
 			}
 		}
 		return nil
