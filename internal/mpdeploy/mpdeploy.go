@@ -429,6 +429,49 @@ func (m *Manager) Status(ctx context.Context, s Spec, ids map[string]string) (st
 	return Serving, now, found
 }
 
+// RepairInPlace repairs, without restarting anything, a set whose only
+// drift is in its units: a unit changed or disabled by hand while the
+// process the apply started still runs under it (supervise.Verdict.InPlace).
+// It writes those units again and reports true. Any other drift (a rank
+// stopped, failed or restarted under an edited unit, rank 0 unhealthy), an
+// unsupervised set, or a read that fails leaves it to the caller, which
+// restarts the set: false, and nothing changed on the nodes.
+func (m *Manager) RepairInPlace(ctx context.Context, s Spec, ids map[string]string) bool {
+	type rewrite struct {
+		srv vllm.Server
+		dir string
+		id  string
+	}
+	var todo []rewrite
+	for _, n := range s.Nodes {
+		srv := s.rank(m.Pool, n)
+		if !srv.Supervised() {
+			return false
+		}
+		st, dir, err := srv.UnitStatus(ctx)
+		if err != nil {
+			return false
+		}
+		v := supervise.Judge(srv.Unit(dir), st, ids[n.Name], fmt.Sprintf("rank %d on %s", n.Rank, n.Name))
+		switch {
+		case v.Drift == "" && v.Restarted == "":
+		case v.InPlace:
+			todo = append(todo, rewrite{srv, dir, ids[n.Name]})
+		default:
+			return false
+		}
+	}
+	if len(todo) == 0 || s.rank(m.Pool, s.Nodes[0]).Health(ctx) != vllm.HealthOK {
+		return false
+	}
+	for _, r := range todo {
+		if id, err := r.srv.Rewrite(ctx, r.dir); err != nil || id != r.id {
+			return false // the restart that follows writes every unit anew
+		}
+	}
+	return true
+}
+
 // rankRead is what Status read of one rank.
 type rankRead struct {
 	supervise.Verdict // a supervised rank's: drift, or a restart systemd made

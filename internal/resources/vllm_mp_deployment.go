@@ -123,7 +123,8 @@ func (r *mpResource) Read(ctx context.Context, req resource.ReadRequest, resp *r
 	m.Status = types.StringValue(status)
 	if status != mpdeploy.Serving {
 		resp.Diagnostics.AddWarning("vLLM is not serving", fmt.Sprintf("%s: %s. vLLM cannot take a rank back into a running "+
-			"set, so the plan restarts every rank, rank 0 first.", m.ID.ValueString(), status))
+			"set, so the apply restarts every rank, rank 0 first; a unit changed or disabled by hand while its rank runs is "+
+			"written again instead, restarting nothing.", m.ID.ValueString(), status))
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
@@ -139,8 +140,17 @@ func (r *mpResource) Update(ctx context.Context, req resource.UpdateRequest, res
 	resp.Diagnostics.Append(diags...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if !mpRestarts(ctx, &state, &plan) {
-		// Only what restarts nothing changed (a host_key, timeouts).
+	repaired := false
+	if state.Status.ValueString() != mpdeploy.Serving && !mpChanged(ctx, &state, &plan) {
+		// The set drifted, the configuration did not: a unit edited or
+		// disabled by hand while its rank runs is written again in place.
+		if spec, d := plan.spec(ctx); !d.HasError() {
+			repaired = r.dep.RepairInPlace(ctx, spec, state.identities())
+		}
+	}
+	if repaired || !mpRestarts(ctx, &state, &plan) {
+		// Only what restarts nothing changed (a host_key, timeouts), or
+		// the units were repaired in place.
 		for name, n := range plan.Nodes {
 			n.ProcessIdentity = state.Nodes[name].ProcessIdentity
 		}

@@ -119,7 +119,7 @@ resource "spark_vllm_mp_deployment" "pair" {
 // restarts nothing, a floor the link cannot carry is refused. vLLM killed
 // comes back by itself and serves, and the plan afterwards reports the
 // restart as a warning and plans nothing; the same after rank 0's whole node
-// restarts; a unit changed by hand is drift the apply repairs. Then, without
+// restarts; a unit changed by hand is drift the apply repairs in place. Then, without
 // systemd (restart = "no") and data parallel: a headless rank killed shows
 // at plan and the apply brings the whole set back. Destroy leaves no vLLM
 // and no unit on either node. One test, so that the set starts as few times
@@ -153,6 +153,8 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 	identity := tfjsonpath.New("nodes").AtMapKey(rank1.Name).AtMapKey("process_identity")
 	// A new process on rank 0 after each restart systemd made.
 	newProcess := statecheck.CompareValue(compare.ValuesDiffer())
+	// The same processes before and after the apply that repairs a unit.
+	repairedRank0, repairedRank1 := statecheck.CompareValue(compare.ValuesSame()), statecheck.CompareValue(compare.ValuesSame())
 	rank0ID := tfjsonpath.New("nodes").AtMapKey(rank0.Name).AtMapKey("process_identity")
 	// The plan's warnings are read from its log: the testing framework
 	// does not hand them to a step.
@@ -286,12 +288,15 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(mpAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
 				newProcess.AddStateValue(mpAddr, rank0ID),
+				repairedRank0.AddStateValue(mpAddr, rank0ID),
+				repairedRank1.AddStateValue(mpAddr, identity),
 			},
 			Check: func(*terraform.State) error { warned("the restart of "+rank0.Name, mark); return nil },
 		},
 		resource.TestStep{
 			// A unit edited by hand (its process still runs): drift, which
-			// the apply repairs by writing the unit again.
+			// the apply repairs by writing the unit again, in place: the
+			// same processes serve on.
 			PreConfig: func() {
 				acctest.OnNodeAs(t, rank1, l.SSHUser, "edit rank 1's unit by hand", userSystemctl+
 					`f=$HOME/.config/systemd/user/$1; sed -i 's/^RestartSec=10$/RestartSec=1/' "$f" && grep -q '^RestartSec=1$' "$f" && systemctl --user daemon-reload`, unit)
@@ -301,6 +306,10 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 				plancheck.ExpectResourceAction(mpAddr, plancheck.ResourceActionUpdate),
 				plancheck.ExpectKnownValue(mpAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
 			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				repairedRank0.AddStateValue(mpAddr, rank0ID),
+				repairedRank1.AddStateValue(mpAddr, identity),
+			},
 			Check: resource.ComposeTestCheckFunc(servesChat(canary), unitsInstalled(t, l, unit, canary)),
 		},
 		resource.TestStep{

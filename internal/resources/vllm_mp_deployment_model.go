@@ -135,11 +135,18 @@ func (m *mpModel) planComputed(config *mpModel) {
 // or not serving), something the ranks run with changed, or vLLM on the
 // nodes did. A node's
 // host_key only checks the node, and timeouts bound the provider: neither
-// restarts anything. The plan and the apply decide by this one function.
+// restarts anything. The plan and the apply decide by this one function;
+// the apply then spares a set whose only drift is a unit edited or
+// disabled by hand while its rank runs (mpdeploy.RepairInPlace): the
+// plan's unknown process identities come out as they were.
 func mpRestarts(ctx context.Context, state, plan *mpModel) bool {
-	if state == nil || state.Status.ValueString() != mpdeploy.Serving {
-		return true
-	}
+	return state == nil || state.Status.ValueString() != mpdeploy.Serving || mpChanged(ctx, state, plan)
+}
+
+// mpChanged says the configuration asks for ranks other than those state
+// records: other settings, nodes, or vLLM (what mpRestarts weighs besides
+// the set's status).
+func mpChanged(ctx context.Context, state, plan *mpModel) bool {
 	old, d1 := state.spec(ctx)
 	next, d2 := plan.spec(ctx)
 	if d1.HasError() || d2.HasError() || len(old.Endpoints) != len(next.Endpoints) {

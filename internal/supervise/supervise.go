@@ -143,6 +143,19 @@ pid=$($sc show -p MainPID --value "$unit")
 if [ -z "$pid" ] || [ "$pid" = 0 ]; then echo "$unit did not start: $($sc show -p Result --value "$unit")" >&2; exit 5; fi
 echo "$pid:$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f20)"`
 
+// RewriteScript writes the unit (stdin) as $1 again and enables it,
+// without restarting it: the repair of a unit changed or disabled by hand
+// while its process runs (Verdict.InPlace). systemd reads the file at
+// daemon-reload and keeps the running process; the new settings apply at
+// its next start. It prints the main process's identity, as InstallScript.
+const RewriteScript = Scope + `unit=$1
+mkdir -p -- "$udir" && cat > "$udir/$unit.new" && mv -f -- "$udir/$unit.new" "$udir/$unit" || exit 1
+$sc daemon-reload || { echo "systemctl daemon-reload failed" >&2; exit 5; }
+$sc enable "$unit" >/dev/null 2>&1 || { echo "systemctl enable $unit failed: $($sc enable "$unit" 2>&1)" >&2; exit 5; }
+pid=$($sc show -p MainPID --value "$unit")
+if [ -z "$pid" ] || [ "$pid" = 0 ]; then echo "$unit no longer runs" >&2; exit 5; fi
+echo "$pid:$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f20)"`
+
 // RemoveScript stops the unit $1, disables it and removes its file: a
 // unit already gone is removed. Its processes end with it (KillMode).
 const RemoveScript = Scope + `unit=$1
@@ -259,6 +272,10 @@ type Verdict struct {
 	// The plan reports it as a warning; Identity is the one running now.
 	Restarted string
 	Identity  string
+	// InPlace says the drift is in the unit's file or its enablement only:
+	// the process the apply started still runs under it, so writing the
+	// unit again (RewriteScript) repairs it without a restart.
+	InPlace bool
 }
 
 // Judge compares what the node's supervisor reports with the unit the
@@ -269,9 +286,10 @@ func Judge(want Unit, s Status, identity, who string) Verdict {
 	case s.Hash == "":
 		return Verdict{Drift: who + ": its systemd unit " + want.Name + " was removed"}
 	case s.Hash != want.Hash():
-		return Verdict{Drift: who + ": its systemd unit " + want.Name + " was changed by hand"}
+		return Verdict{Drift: who + ": its systemd unit " + want.Name + " was changed by hand", InPlace: running(s, identity)}
 	case s.Enabled != "enabled":
-		return Verdict{Drift: fmt.Sprintf("%s: its systemd unit %s is %s, so it would not start at boot", who, want.Name, orNone(s.Enabled))}
+		return Verdict{Drift: fmt.Sprintf("%s: its systemd unit %s is %s, so it would not start at boot", who, want.Name, orNone(s.Enabled)),
+			InPlace: running(s, identity)}
 	case s.Active == "failed":
 		return Verdict{Drift: fmt.Sprintf("%s: systemd gave up on %s (%s)%s", who, want.Name, s.Result, lastExit(s.Exits))}
 	case s.Active != "active" || s.Identity == "":
@@ -284,6 +302,12 @@ func Judge(want Unit, s Status, identity, who string) Verdict {
 		return Verdict{Identity: s.Identity, Restarted: fmt.Sprintf("%s was restarted by systemd: %s; process %s runs now, not %s", who, how, s.Identity, orNone(identity))}
 	}
 	return Verdict{Identity: s.Identity}
+}
+
+// running says the unit's main process is the one the apply started
+// (identity, from state), and systemd counts it active.
+func running(s Status, identity string) bool {
+	return identity != "" && s.Active == "active" && s.Identity == identity
 }
 
 func lastExit(exits []Exit) string {

@@ -65,17 +65,21 @@ func TestJudge(t *testing.T) {
 	cases := []struct {
 		name, out, identity string
 		drift, restarted    string
+		inPlace             bool
 	}{
-		{"the process the apply started", ok, "4242:98765", "", ""},
-		{"restarted after two exits", ok, "100:1", "", "was restarted by systemd: it exited 2 time(s) since the apply, last exited with status 1 at 2025-12-06T05:48:20Z (exit-code); process 4242:98765 runs now, not 100:1"},
-		{"restarted at boot", strings.Replace(strings.SplitAfter(ok, "@@exits\n")[0], "", "", 1), "100:1", "", "the node restarted, with no exit recorded"},
-		{"file edited", strings.Replace(ok, u.Hash(), "beef", 1), "4242:98765", "was changed by hand", ""},
-		{"file removed", strings.Replace(ok, "Hash="+u.Hash(), "Hash=", 1), "4242:98765", "was removed", ""},
-		{"disabled", strings.Replace(ok, "UnitFileState=enabled", "UnitFileState=disabled", 1), "4242:98765", "is disabled, so it would not start at boot", ""},
+		{"the process the apply started", ok, "4242:98765", "", "", false},
+		{"restarted after two exits", ok, "100:1", "", "was restarted by systemd: it exited 2 time(s) since the apply, last exited with status 1 at 2025-12-06T05:48:20Z (exit-code); process 4242:98765 runs now, not 100:1", false},
+		{"restarted at boot", strings.Replace(strings.SplitAfter(ok, "@@exits\n")[0], "", "", 1), "100:1", "", "the node restarted, with no exit recorded", false},
+		// The process the apply started still runs: the unit is written again, nothing restarts.
+		{"file edited", strings.Replace(ok, u.Hash(), "beef", 1), "4242:98765", "was changed by hand", "", true},
+		{"disabled", strings.Replace(ok, "UnitFileState=enabled", "UnitFileState=disabled", 1), "4242:98765", "is disabled, so it would not start at boot", "", true},
+		// Edited, and systemd has restarted it since: the set restarts.
+		{"file edited, process restarted", strings.Replace(ok, u.Hash(), "beef", 1), "100:1", "was changed by hand", "", false},
+		{"file removed", strings.Replace(ok, "Hash="+u.Hash(), "Hash=", 1), "4242:98765", "was removed", "", false},
 		{"gave up", strings.NewReplacer("ActiveState=active", "ActiveState=failed", "Result=success", "Result=start-limit-hit", "Identity=4242:98765\n", "").Replace(ok), "4242:98765",
-			"systemd gave up on spark-vllm-k.service (start-limit-hit); its last exit: exited with status 1", ""},
+			"systemd gave up on spark-vllm-k.service (start-limit-hit); its last exit: exited with status 1", "", false},
 		{"between two tries", strings.NewReplacer("ActiveState=active", "ActiveState=activating", "SubState=running", "SubState=auto-restart", "Identity=4242:98765\n", "").Replace(ok), "4242:98765",
-			"is activating/auto-restart", ""},
+			"is activating/auto-restart", "", false},
 	}
 	for _, c := range cases {
 		v := Judge(u, ParseStatus(c.out), c.identity, "rank 0 on spark1")
@@ -84,6 +88,9 @@ func TestJudge(t *testing.T) {
 		}
 		if c.restarted == "" && v.Restarted != "" || !strings.Contains(v.Restarted, c.restarted) {
 			t.Errorf("%s: restarted %q, want %q", c.name, v.Restarted, c.restarted)
+		}
+		if v.InPlace != c.inPlace {
+			t.Errorf("%s: in place %v, want %v", c.name, v.InPlace, c.inPlace)
 		}
 		if c.drift == "" && v.Identity != "4242:98765" {
 			t.Errorf("%s: identity %q", c.name, v.Identity)

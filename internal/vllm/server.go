@@ -224,6 +224,26 @@ func (s Server) Stop(ctx context.Context, identity string, grace time.Duration) 
 	return err
 }
 
+// Rewrite writes the server's unit again in dir (as UnitStatus returned
+// it) and enables it, restarting nothing (supervise.RewriteScript): the
+// repair of a unit changed or disabled by hand while its process runs.
+// It returns the identity of the process the unit runs.
+func (s Server) Rewrite(ctx context.Context, dir string) (string, error) {
+	u := s.Unit(dir)
+	if err := u.Validate(); err != nil {
+		return "", err
+	}
+	res, err := s.Node.Run(ctx, s.cmd("write the vLLM systemd unit again", transport.Script(supervise.RewriteScript, u.Name), []byte(u.Text())))
+	if err != nil {
+		return "", err
+	}
+	id := strings.TrimSpace(string(res.Stdout))
+	if !strings.Contains(id, ":") {
+		return "", fmt.Errorf("rewriting %s printed %q, not a process identity", u.Name, id)
+	}
+	return id, nil
+}
+
 // UnitStatus reads what systemd knows of the server's unit, and the
 // directory the unit runs in (UnitStatusScript).
 func (s Server) UnitStatus(ctx context.Context) (st supervise.Status, dir string, err error) {
