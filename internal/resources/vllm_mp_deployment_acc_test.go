@@ -129,8 +129,7 @@ func TestAccVLLMMPDeployment_servesAcrossTwoNodes(t *testing.T) {
 	rank0, rank1 := l.Nodes[0], l.Nodes[1]
 	r := newRefusals(t, l)
 	ports := fabricPorts(t, l)
-	const canary = "mp-canary-5c1d2e"
-	key := keySetup(t, l, rank0, canary)
+	key := keySetup(t, l, rank0, mpCanary)
 	held := func() {
 		// Another user of rank 0's node holds the master port.
 		acctest.OnNodeAs(t, rank0, l.SecondSSHUser, "hold port 29501 as another user",
@@ -179,7 +178,7 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 		t.Helper()
 		start := time.Now()
 		for time.Since(start) < serveAgainBound {
-			if code, body, err := chat(endpoint, canary); err == nil && code == 200 && strings.Contains(body, "chat.completion") {
+			if code, body, err := chat(endpoint, mpCanary); err == nil && code == 200 && strings.Contains(body, "chat.completion") {
 				t.Logf("after %s, served a completion again by itself in %.0f s", what, time.Since(start).Seconds())
 				if fi, err := os.Stat(logFile); err == nil {
 					mark = fi.Size()
@@ -238,8 +237,8 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 				sameProcess.AddStateValue(mpAddr, identity),
 				newProcess.AddStateValue(mpAddr, rank0ID),
 			},
-			Check: resource.ComposeTestCheckFunc(servesChat(canary), ranksRunAsDeclared(t, l, ports), keyNowhere(t, l, canary),
-				unitsInstalled(t, l, unit, canary)),
+			Check: resource.ComposeTestCheckFunc(servesChat(), ranksRunAsDeclared(t, l, ports), keyNowhere(t, l, mpCanary),
+				unitsInstalled(t, l, unit, mpCanary)),
 		}),
 		resource.TestStep{Config: supervised, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
 		resource.TestStep{
@@ -310,7 +309,7 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 				repairedRank0.AddStateValue(mpAddr, rank0ID),
 				repairedRank1.AddStateValue(mpAddr, identity),
 			},
-			Check: resource.ComposeTestCheckFunc(servesChat(canary), unitsInstalled(t, l, unit, canary)),
+			Check: resource.ComposeTestCheckFunc(servesChat(), unitsInstalled(t, l, unit, mpCanary)),
 		},
 		resource.TestStep{
 			// Data parallel instead of tensor parallel, and no supervisor:
@@ -322,7 +321,7 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 				plancheck.ExpectResourceAction(mpAddr, plancheck.ResourceActionUpdate),
 				plancheck.ExpectUnknownValue(mpAddr, identity),
 			}},
-			Check: resource.ComposeTestCheckFunc(servesChat(canary), ranksRunAsDeclared(t, l, ports), noUnits(t, l, unit)),
+			Check: resource.ComposeTestCheckFunc(servesChat(), ranksRunAsDeclared(t, l, ports), noUnits(t, l, unit)),
 		},
 		resource.TestStep{
 			// Unsupervised, a headless rank dies: the plan shows it, the
@@ -336,7 +335,7 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 				plancheck.ExpectResourceAction(mpAddr, plancheck.ResourceActionUpdate),
 				plancheck.ExpectKnownValue(mpAddr, tfjsonpath.New("status"), knownvalue.StringExact("serving")),
 			}},
-			Check: resource.ComposeTestCheckFunc(servesChat(canary), ranksRunAsDeclared(t, l, ports)),
+			Check: resource.ComposeTestCheckFunc(servesChat(), ranksRunAsDeclared(t, l, ports)),
 		},
 	)
 	resource.Test(t, resource.TestCase{
@@ -353,12 +352,16 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 	release()
 }
 
+// mpCanary is the mp deployment's API key in its acceptance test: a value
+// the test looks for in state, argv and the units, where it must not be.
+const mpCanary = "mp-canary-5c1d2e"
+
 // servesChat asks rank 0's endpoint for a completion with the key, and
 // checks one without it is refused.
-func servesChat(key string) resource.TestCheckFunc {
+func servesChat() resource.TestCheckFunc {
 	return func(s *terraform.State) error {
 		endpoint := s.RootModule().Resources[mpAddr].Primary.Attributes["endpoint"]
-		if code, body, err := chat(endpoint, key); err != nil || code != 200 || !strings.Contains(body, "chat.completion") {
+		if code, body, err := chat(endpoint, mpCanary); err != nil || code != 200 || !strings.Contains(body, "chat.completion") {
 			return fmt.Errorf("chat completion through %s: %d %s %w", endpoint, code, body, err)
 		}
 		if code, _, err := chat(endpoint, ""); err != nil || code != 401 {
