@@ -1,5 +1,5 @@
 # step NAME CMD...: runs one timed step of a background track (scripts/checks.sh,
-# scripts/lane-acc.sh) and prints "timing: NAME Ns", which scripts/test-all.sh
+# scripts/lane-2.sh) and prints "timing: NAME Ns", which scripts/test-all.sh
 # collects into its phase table. A failing step ends the track.
 step() {
   local name=$1 t0=$SECONDS; shift
