@@ -6,6 +6,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+clis=${CLIS:-terraform tofu}
+# The CLIs, built if they are not yet: on a new machine CI builds the
+# toolchain in the background, and test-all's lane 2 gets here before
+# the checks that wait for it (a build under way holds the tool's lock: this
+# waits for it, then finds it built).
+# shellcheck disable=SC2086 # one word per CLI
+bash scripts/tools.sh $clis >&2
 # This build of the provider instead of a registry download, for both CLIs.
 rc=$(bash scripts/dev-provider.sh)
 export TF_CLI_CONFIG_FILE="$rc" TF_IN_AUTOMATION=1
@@ -36,7 +43,7 @@ python3 -c 'import secrets; print(secrets.token_hex(16))' |
   docker exec -i "$head_container" sh -c 'umask 077; cat > /etc/vllm-api-key && chown "$0" /etc/vllm-api-key' "$SPARK_SSH_USER"
 
 status=0
-for cli in ${CLIS:-terraform tofu}; do
+for cli in $clis; do
   for mod in examples/modules/*/; do
     echo "=== $cli test $mod"
     (cd "$mod" && "$root/.tools/bin/$cli" test -no-color -var-file="$vars") || status=1
