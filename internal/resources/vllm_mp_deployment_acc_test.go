@@ -328,7 +328,13 @@ for i in $(seq 50); do ss -Hltn 'sport = :29501' | grep -q . && exit 0; sleep 0.
 			// apply restarts the set.
 			SkipFunc: terraformOnly,
 			PreConfig: func() {
-				acctest.OnNode(t, rank1, "kill the headless rank", `pkill -KILL -f '[v]llm serve' ; pkill -KILL -f '[V]LLM::' ; true`)
+				// Waited for until no rank process is left on the node
+				// (bounded: 10 s), so that the plan below cannot read the
+				// rank before the kill has taken, and a rank that is still
+				// there (something started it again) fails here, by name.
+				acctest.OnNode(t, rank1, "kill the headless rank", `pkill -KILL -f '[v]llm serve' ; pkill -KILL -f '[V]LLM::'
+for i in $(seq 50); do pgrep -f '[v]llm serve|[V]LLM::' >/dev/null || exit 0; sleep 0.2; done
+echo "the headless rank still runs after SIGKILL:" >&2; pgrep -af '[v]llm serve|[V]LLM::' >&2; exit 1`)
 			},
 			Config: unsupervised,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
